@@ -1,0 +1,47 @@
+//===- Pipeline.h - The attnc compilation pipeline --------------*- C++ -*-===//
+//
+// The stages a model goes through and the one function that builds the pass
+// pipeline up to any of them, shared by `attnc` and `attnc-opt`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_PIPELINE_PIPELINE_H
+#define ATTN_PIPELINE_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace attn {
+
+/// The stages of TOOLS.md's `--stage`, in pipeline order.
+enum class Stage { Tokens, AST, Attn, AttnOpt, Loops, LLVMMLIR, LLVMIR, Asm };
+
+/// Parses a `--stage` name; std::nullopt for an unknown one.
+std::optional<Stage> parseStage(llvm::StringRef name);
+
+/// The `--stage` name of `stage`.
+llvm::StringRef stageName(Stage stage);
+
+/// The names of every stage, comma-separated, for help and diagnostics.
+llvm::StringRef allStageNames();
+
+/// Whether the pipeline can reach `stage` yet.
+bool isStageImplemented(Stage stage);
+
+struct PipelineOptions {
+  /// The last stage to run; the module is left in that stage's form.
+  Stage lastStage = Stage::AttnOpt;
+};
+
+/// Adds to `pm` the passes that take a verified `attn` module (the `attn`
+/// stage) to `options.lastStage`.
+void buildAttnPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
+
+/// Registers the pipeline under `attn-to-<stage>` names for `attnc-opt`.
+void registerAttnPipelines();
+
+} // namespace attn
+
+#endif // ATTN_PIPELINE_PIPELINE_H

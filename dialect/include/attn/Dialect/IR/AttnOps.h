@@ -1,0 +1,37 @@
+//===- AttnOps.h - Operations of the attn dialect ---------------*- C++ -*-===//
+//
+// The ops, enums, attributes and interfaces of `attn`, generated from ODS.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_IR_ATTNOPS_H
+#define ATTN_DIALECT_IR_ATTNOPS_H
+
+#include "attn/Dialect/IR/AttnDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "attn/Dialect/IR/AttnEnums.h.inc"
+
+#include "attn/Dialect/IR/AttnInterfaces.h.inc"
+
+namespace attn {
+/// The key/value cache held by a model context, for the side effects of the
+/// ops that read and append to it.
+struct KVCacheResource
+    : public mlir::SideEffects::Resource::Base<KVCacheResource> {
+  llvm::StringRef getName() final { return "attn.kv_cache"; }
+};
+} // namespace attn
+
+#define GET_OP_CLASSES
+#include "attn/Dialect/IR/AttnOps.h.inc"
+
+#endif // ATTN_DIALECT_IR_ATTNOPS_H
