@@ -1,0 +1,69 @@
+# attnc: the user's entry point. `make` installs missing Debian packages,
+# configures and builds; `make test` builds and runs every test.
+
+BUILD    ?= build
+LLVM_DIR ?= /usr/lib/llvm-22
+JOBS     ?= $(shell nproc)
+
+# Debian 12 packages the build and the tests need.
+PACKAGES := llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 \
+            lld-22 cmake ninja-build ccache libgtest-dev python3
+
+CMAKE_FLAGS := -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DMLIR_DIR=$(LLVM_DIR)/lib/cmake/mlir \
+  -DLLVM_EXTERNAL_LIT=$(LLVM_DIR)/bin/lit \
+  -DCMAKE_C_COMPILER=$(LLVM_DIR)/bin/clang \
+  -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
+  -DLLVM_USE_LINKER=lld
+
+.PHONY: all deps configure build test check-lit check-unit docs demo clean
+
+all: build
+
+# Installs whatever is missing; as root only, with a clear message otherwise.
+deps:
+	@missing=$$(for p in $(PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "error: missing Debian packages: $$missing"; \
+	    echo "       run 'make' as root, or: sudo apt-get install $$missing"; \
+	    exit 1; \
+	  fi; \
+	  echo "Installing missing packages: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+configure: $(BUILD)/build.ninja
+
+build: deps configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+check-lit: build
+	$(LLVM_DIR)/bin/lit -sv $(BUILD)/test
+
+check-unit: build
+	cd $(BUILD) && ctest --output-on-failure
+
+# lit's summary, then ctest's, are the last lines of the output.
+test: build
+	$(LLVM_DIR)/bin/lit -sv $(BUILD)/test
+	cd $(BUILD) && ctest --output-on-failure
+
+# Regenerates the dialect reference from the ODS into docs/.
+docs: build
+	cmake --build $(BUILD) --target attn-dialect-doc
+	cp $(BUILD)/dialect/include/attn/Dialect/IR/AttnDialect.md docs/AttnDialect.md
+
+# The main job, as far as the pipeline goes: the demo model's attn IR.
+demo: build
+	$(BUILD)/bin/attnc check models/char_gpt.tfm
+	$(BUILD)/bin/attnc emit models/char_gpt.tfm --stage attn
+
+clean:
+	rm -rf $(BUILD)
