@@ -9,6 +9,7 @@
 #include "attn/Frontend/AST.h"
 #include "attn/Frontend/Frontend.h"
 #include "attn/InitAll.h"
+#include "attn/MLIRGen/MLIRGen.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -39,17 +40,16 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: "
                                     cl::value_desc("file"), cl::init("-"));
 cl::opt<std::string>
     stageOption("stage", cl::desc("Stage to print with `emit`: tokens, ast, "
-                                  "attn, attn-opt, loops, llvm-mlir, llvm, "
-                                  "asm"),
+                                  "params, attn, attn-opt, loops, "
+                                  "llvm-mlir, llvm, asm"),
                 cl::value_desc("stage"), cl::init("attn-opt"));
-cl::opt<bool> showVersion("version", cl::desc("Print the version and exit"));
 
 const char *kOverview = R"(attnc: ahead-of-time compiler for Transformer models
 
 Commands:
   attnc check MODEL.tfm              parse and verify; prints diagnostics
   attnc emit  MODEL.tfm --stage S    print one stage of the pipeline
-                                     (tokens, ast, attn, attn-opt, ...)
+                                     (tokens, ast, params, attn, attn-opt)
   attnc emit  FILE.mlir --stage S    run attn IR through the pipeline to S
 
 Exit status: 0 on success, 1 on an error in the input, 2 on bad usage.
@@ -77,7 +77,8 @@ int emitModule(ModuleOp module, attn::Stage stage, MLIRContext &context) {
     return kUsageError;
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
-  pm.enableTiming(timing);
+  TimingScope timingScope = timing.getRootScope();
+  pm.enableTiming(timingScope);
   attn::buildAttnPipeline(pm, attn::PipelineOptions{stage});
   if (failed(pm.run(module)))
     return kInputError;
@@ -95,7 +96,7 @@ int runOnMLIR(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     return kInputError;
   if (!emit)
     return kSuccess;
-  if (stage < attn::Stage::Attn) {
+  if (stage < attn::Stage::Attn || stage == attn::Stage::Params) {
     llvm::errs() << "attnc: error: stage '" << attn::stageName(stage)
                  << "' needs a .tfm model as input\n";
     return kUsageError;
@@ -117,18 +118,32 @@ int runOnModel(llvm::SourceMgr &sourceMgr, MLIRContext &context,
       attn::frontend::parseProgram(sourceMgr, context);
   if (!program)
     return kInputError;
-  if (!emit)
+  // A file of blocks only is a library for other files to import: it
+  // checks clean, but has no model to emit.
+  bool hasModel = llvm::any_of(program->getMainFile().getDecls(),
+                               [](const auto &decl) {
+                                 return isa<attn::ast::ModelDecl>(decl.get());
+                               });
+  if (!emit && !hasModel)
     return kSuccess;
-  if (stage == attn::Stage::AST) {
+  if (emit && stage == attn::Stage::AST) {
     std::string text;
     llvm::raw_string_ostream os(text);
     attn::frontend::printAST(*program, os);
     return writeOutput(text);
   }
-  llvm::errs() << "attnc: error: stage '" << attn::stageName(stage)
-               << "' of a .tfm model needs the MLIR generator, which is not "
-                  "implemented yet\n";
-  return kInputError;
+  OwningOpRef<ModuleOp> module = attn::generateModule(*program, context);
+  if (!module)
+    return kInputError;
+  if (!emit)
+    return kSuccess;
+  if (stage == attn::Stage::Params) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    attn::printParameterTable(*module, os);
+    return writeOutput(text);
+  }
+  return emitModule(*module, stage, context);
 }
 } // namespace
 
@@ -139,13 +154,10 @@ int main(int argc, char **argv) {
   registerDefaultTimingManagerCLOptions();
   registerAsmPrinterCLOptions();
 
-  for (int i = 1; i < argc; ++i) {
-    if (llvm::StringRef(argv[i]) == "--version") {
-      llvm::outs() << "attnc " << ATTN_VERSION << " (LLVM/MLIR "
-                   << LLVM_VERSION_STRING << ")\n";
-      return kSuccess;
-    }
-  }
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "attnc " << ATTN_VERSION << " (LLVM/MLIR " << LLVM_VERSION_STRING
+       << ")\n";
+  });
   if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &llvm::errs()))
     return kUsageError;
 

@@ -20,6 +20,7 @@ std::optional<Stage> parseStage(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<Stage>>(name)
       .Case("tokens", Stage::Tokens)
       .Case("ast", Stage::AST)
+      .Case("params", Stage::Params)
       .Case("attn", Stage::Attn)
       .Case("attn-opt", Stage::AttnOpt)
       .Case("loops", Stage::Loops)
@@ -35,6 +36,8 @@ llvm::StringRef stageName(Stage stage) {
     return "tokens";
   case Stage::AST:
     return "ast";
+  case Stage::Params:
+    return "params";
   case Stage::Attn:
     return "attn";
   case Stage::AttnOpt:
@@ -52,7 +55,7 @@ llvm::StringRef stageName(Stage stage) {
 }
 
 llvm::StringRef allStageNames() {
-  return "tokens, ast, attn, attn-opt, loops, llvm-mlir, llvm, asm";
+  return "tokens, ast, params, attn, attn-opt, loops, llvm-mlir, llvm, asm";
 }
 
 bool isStageImplemented(Stage stage) { return stage <= Stage::AttnOpt; }

@@ -15,8 +15,19 @@
 
 namespace attn {
 
-/// The stages of TOOLS.md's `--stage`, in pipeline order.
-enum class Stage { Tokens, AST, Attn, AttnOpt, Loops, LLVMMLIR, LLVMIR, Asm };
+/// The stages of TOOLS.md's `--stage`, in pipeline order. `Params` is not a
+/// pipeline stage but a view of the `attn` stage: the parameter table.
+enum class Stage {
+  Tokens,
+  AST,
+  Params,
+  Attn,
+  AttnOpt,
+  Loops,
+  LLVMMLIR,
+  LLVMIR,
+  Asm
+};
 
 /// Parses a `--stage` name; std::nullopt for an unknown one.
 std::optional<Stage> parseStage(llvm::StringRef name);
