@@ -60,10 +60,12 @@ docs: build
 	cmake --build $(BUILD) --target attn-dialect-doc
 	cp $(BUILD)/dialect/include/attn/Dialect/IR/AttnDialect.md docs/AttnDialect.md
 
-# The main job, as far as the pipeline goes: the demo model's attn IR.
+# The main job, as far as the pipeline goes: the demo model's parameter table
+# and its attn IR after the attn-level passes.
 demo: build
 	$(BUILD)/bin/attnc check models/char_gpt.tfm
-	$(BUILD)/bin/attnc emit models/char_gpt.tfm --stage attn
+	$(BUILD)/bin/attnc emit models/char_gpt.tfm --stage params
+	$(BUILD)/bin/attnc emit models/char_gpt.tfm --stage attn-opt
 
 clean:
 	rm -rf $(BUILD)
