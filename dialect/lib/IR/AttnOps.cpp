@@ -131,16 +131,19 @@ static LogicalResult verifyHyperparameters(Operation *op, StringRef what,
     if (!llvm::is_contained(keys, arg.getName().strref())) {
       InFlightDiagnostic diag = op->emitOpError()
                                 << what << " " << kind
-                                << " has no parameter '" << arg.getName()
-                                << "'";
+                                << " has no parameter '"
+                                << arg.getName().getValue() << "'";
       if (keys.empty())
         return diag << "; it takes none";
       diag << "; expected one of ";
       llvm::interleaveComma(keys, diag);
       return diag;
     }
-    if (!isa<FloatAttr, IntegerAttr>(arg.getValue()))
-      return op->emitOpError() << what << " parameter '" << arg.getName()
+    auto integer = dyn_cast<IntegerAttr>(arg.getValue());
+    if (!isa<FloatAttr>(arg.getValue()) &&
+        !(integer && !integer.getType().isInteger(1)))
+      return op->emitOpError() << what << " parameter '"
+                               << arg.getName().getValue()
                                << "' must be a number";
   }
   return success();
@@ -193,12 +196,18 @@ OpFoldResult NegOp::fold(FoldAdaptor) {
   return {};
 }
 
-/// Whether `attr` is a splat constant equal to `value`.
+/// Whether `attr` is a splat constant equal to `value` (0 or 1, exact in
+/// every float format), compared in the splat's own format.
 static bool isSplat(Attribute attr, double value) {
   auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
   if (!splat || !isa<FloatType>(splat.getElementType()))
     return false;
-  return splat.getSplatValue<APFloat>().convertToDouble() == value;
+  APFloat element = splat.getSplatValue<APFloat>();
+  APFloat identity(value);
+  bool losesInfo = false;
+  identity.convert(element.getSemantics(), APFloat::rmNearestTiesToEven,
+                   &losesInfo);
+  return element.compare(identity) == APFloat::cmpEqual;
 }
 
 /// `x op c` folds to `x` when `c` is the identity of `op` and does not change
@@ -283,8 +292,13 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
   auto result = cast<RankedTensorType>(getType());
   if (getInput().getType() == result && result.hasStaticShape())
     return getInput();
-  // A reshape of a reshape reads the original elements directly.
-  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+  // A reshape of a reshape reads the original elements directly, unless
+  // that would state a static mismatch the dynamic middle shape hid.
+  auto inner = getInput().getDefiningOp<ReshapeOp>();
+  auto source =
+      inner ? cast<RankedTensorType>(inner.getInput().getType()) : nullptr;
+  if (inner && !(source.hasStaticShape() && result.hasStaticShape() &&
+                 source.getNumElements() != result.getNumElements())) {
     getInputMutable().assign(inner.getInput());
     return getResult();
   }
@@ -362,16 +376,19 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor) {
 static LogicalResult verifyLength(Operation *op, Value length,
                                   RankedTensorType result) {
   APInt value;
-  if (result.isDynamicDim(0) || !matchPattern(length, m_ConstantInt(&value)))
+  if (!matchPattern(length, m_ConstantInt(&value)))
     return success();
-  if (value.getSExtValue() == result.getDimSize(0))
+  if (value.getSExtValue() < 0)
+    return op->emitOpError() << "length " << value.getSExtValue()
+                             << " is negative";
+  if (result.isDynamicDim(0) || value.getSExtValue() == result.getDimSize(0))
     return success();
   return op->emitOpError() << "length " << value.getSExtValue()
                            << " differs from the result " << quote(result);
 }
 
 LogicalResult PositionsOp::verify() {
-  return verifyLength(*this, getLength(), getType());
+  return verifyLength(*this, getLength(), cast<RankedTensorType>(getType()));
 }
 
 LogicalResult SinusoidalOp::verify() {

@@ -153,9 +153,25 @@ ATTN_COMPATIBLE_RESULT_TYPES(KVCacheAppendOp)
 // Element-wise
 //===----------------------------------------------------------------------===//
 
-/// The result of an element-wise op over `operands`, of `elementType`.
+/// Checks that `values` share one element type.
+static LogicalResult checkSameElementType(OptLoc loc, ValueRange values) {
+  for (Value value : values.drop_front()) {
+    if (rankedType(value).getElementType() !=
+        rankedType(values.front()).getElementType())
+      return emitOptionalError(loc, "element types of ",
+                               quote(values.front().getType()), " and ",
+                               quote(value.getType()), " differ");
+  }
+  return success();
+}
+
+/// The result of an element-wise op over `operands`, of `elementType`; the
+/// operands in `sameElementType` must agree on their element type.
 static LogicalResult inferElementwise(OptLoc loc, ValueRange operands,
+                                      ValueRange sameElementType,
                                       Type elementType, InferredTypes &types) {
+  if (failed(checkSameElementType(loc, sameElementType)))
+    return failure();
   FailureOr<SmallVector<int64_t>> shape = broadcastValues(loc, operands);
   if (failed(shape))
     return failure();
@@ -166,9 +182,10 @@ static LogicalResult inferElementwise(OptLoc loc, ValueRange operands,
 #define ATTN_INFER_BINARY(OP)                                                  \
   LogicalResult OP::inferReturnTypes(MLIRContext *, OptLoc loc,                \
                                      Adaptor adaptor, InferredTypes &types) {  \
-    return inferElementwise(                                                   \
-        loc, {adaptor.getLhs(), adaptor.getRhs()},                             \
-        rankedType(adaptor.getLhs()).getElementType(), types);                 \
+    ValueRange operands = {adaptor.getLhs(), adaptor.getRhs()};              \
+    return inferElementwise(loc, operands, operands,                           \
+                            rankedType(adaptor.getLhs()).getElementType(),     \
+                            types);                                            \
   }
 ATTN_INFER_BINARY(AddOp)
 ATTN_INFER_BINARY(SubOp)
@@ -179,7 +196,8 @@ ATTN_INFER_BINARY(DivOp)
 LogicalResult CompareOp::inferReturnTypes(MLIRContext *context, OptLoc loc,
                                           Adaptor adaptor,
                                           InferredTypes &types) {
-  return inferElementwise(loc, {adaptor.getLhs(), adaptor.getRhs()},
+  ValueRange operands = {adaptor.getLhs(), adaptor.getRhs()};
+  return inferElementwise(loc, operands, operands,
                           IntegerType::get(context, 1), types);
 }
 
@@ -190,6 +208,7 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, OptLoc loc,
       loc,
       {adaptor.getCondition(), adaptor.getTrueValue(),
        adaptor.getFalseValue()},
+      {adaptor.getTrueValue(), adaptor.getFalseValue()},
       rankedType(adaptor.getTrueValue()).getElementType(), types);
 }
 
@@ -235,10 +254,13 @@ LogicalResult SplitHeadsOp::inferReturnTypes(MLIRContext *, OptLoc loc,
     return emitOptionalError(loc, "expected a [B, T, features] tensor, got ",
                              quote(input));
   int64_t features = input.getDimSize(2);
-  if (heads <= 0 || (features != kDynamic && features % heads != 0))
-    return emitOptionalError(loc, "the ", features,
-                             " features of ", quote(input),
-                             " do not split into ", heads, " heads");
+  if (heads <= 0)
+    return emitOptionalError(loc, "the head count ", heads,
+                             " is not positive");
+  if (features != kDynamic && features % heads != 0)
+    return emitOptionalError(loc, "the ", features, " features of ",
+                             quote(input), " do not split into ", heads,
+                             " heads");
   int64_t headDim = features == kDynamic ? kDynamic : features / heads;
   types.push_back(input.clone(
       {input.getDimSize(0), heads, input.getDimSize(1), headDim}));
@@ -620,7 +642,12 @@ static LogicalResult checkTargets(OptLoc loc, Value logits, Value targets) {
 }
 
 LogicalResult CrossEntropyOp::verify() {
-  return checkTargets(getLoc(), getLogits(), getTargets());
+  RankedTensorType l = rankedType(getLogits()), t = rankedType(getTargets());
+  if (failed(checkTargets(std::nullopt, getLogits(), getTargets())))
+    return emitOpError() << "targets " << quote(t)
+                         << " must have the shape of logits " << quote(l)
+                         << " without its last (class) dimension";
+  return success();
 }
 
 LogicalResult CrossEntropyGradOp::inferReturnTypes(MLIRContext *, OptLoc loc,

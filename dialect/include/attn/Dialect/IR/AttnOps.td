@@ -294,7 +294,7 @@ def Attn_ReshapeOp : Attn_Op<"reshape", [Pure]> {
   let arguments = (ins Attn_Tensor:$input, Variadic<Index>:$dynamic_sizes);
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = [{
-    $input (`[` $dynamic_sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
+    $input (` ` `[` $dynamic_sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -381,7 +381,7 @@ def Attn_SliceOp : Attn_Op<"slice", [Pure, Attn_Infer]> {
                        I64Attr:$end);
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = [{
-    $input `axis` $axis `[` $start `,` $end `]` attr-dict `:`
+    $input `axis` $axis ` ` `[` $start `,` $end `]` attr-dict `:`
     functional-type(operands, results)
   }];
   let hasFolder = 1;
@@ -418,7 +418,7 @@ def Attn_BroadcastOp : Attn_Op<"broadcast", [Pure]> {
   let arguments = (ins Attn_Tensor:$input, Variadic<Index>:$dynamic_sizes);
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = [{
-    $input (`[` $dynamic_sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
+    $input (` ` `[` $dynamic_sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
