@@ -8,6 +8,7 @@
 
 #include "Elaborator.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -76,15 +77,15 @@ EvalValue EvalValue::ofList(std::vector<EvalValue> elements) {
 }
 
 double EvalValue::getNumber() const {
-  return kind == Kind::Int ? static_cast<double>(intValue) : floatValue;
+  // A bool is 0 or 1 where a number is needed, as in Python.
+  return kind == Kind::Float ? floatValue : static_cast<double>(intValue);
 }
 
 RankedTensorType EvalValue::getTensorType() const {
   return cast<RankedTensorType>(value.getType());
 }
 
-/// Prints a tensor type as the model language writes it: f32[?, ?, 192].
-static std::string describeType(RankedTensorType type) {
+std::string mlirgen::describeType(RankedTensorType type) {
   std::string text;
   llvm::raw_string_ostream os(text);
   Type element = type.getElementType();
@@ -115,7 +116,8 @@ std::string EvalValue::describe() const {
     return "the integer " + std::to_string(intValue);
   case Kind::Float: {
     std::string text;
-    llvm::raw_string_ostream(text) << "the number " << floatValue;
+    llvm::raw_string_ostream(text)
+        << "the number " << llvm::format("%g", floatValue);
     return text;
   }
   case Kind::Bool:

@@ -12,6 +12,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -124,8 +126,7 @@ LogicalResult Elaborator::run(const ast::Program &program) {
 // Entry points and fn bodies
 //===----------------------------------------------------------------------===//
 
-/// The MLIR element type of a language element type.
-static Type getElementType(Builder &builder, ast::ElementType type) {
+Type mlirgen::getElementType(Builder &builder, ast::ElementType type) {
   switch (type) {
   case ast::ElementType::F32:
     return builder.getF32Type();
@@ -137,6 +138,24 @@ static Type getElementType(Builder &builder, ast::ElementType type) {
     return builder.getI1Type();
   }
   llvm_unreachable("unknown element type");
+}
+
+/// Whether constant `value` stands for an element of `elementType` without
+/// changing: a bool tensor takes true and false, an integer tensor integers
+/// in its range, a float tensor numbers and bools within its range.
+static bool fitsElementType(const EvalValue &value, Type elementType) {
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    APFloat element(value.getNumber());
+    bool losesInfo;
+    APFloat::opStatus status =
+        element.convert(floatType.getFloatSemantics(),
+                        APFloat::rmNearestTiesToEven, &losesInfo);
+    return !(status & APFloat::opOverflow);
+  }
+  if (elementType.isInteger(1))
+    return value.getKind() == EvalValue::Kind::Bool;
+  return value.getKind() == EvalValue::Kind::Int &&
+         llvm::isIntN(elementType.getIntOrFloatBitWidth(), value.getInt());
 }
 
 /// Evaluates the statements of `fn` in `frame`; the returned values, or
@@ -211,7 +230,8 @@ void Elaborator::emitEntryPoint(const ast::FnDecl &fn) {
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   for (auto [index, arg] : llvm::enumerate(fn.getArgs())) {
-    Value value = entry->getArgument(index);
+    BlockArgument value = entry->getArgument(index);
+    value.setLoc(arg.getLoc());
     frame.locals[arg.getName()] = EvalValue::ofTensor(value);
     func.setArgAttr(index, "attn.dims", argDims[index]);
     for (auto [axis, name] :
@@ -239,6 +259,12 @@ void Elaborator::emitEntryPoint(const ast::FnDecl &fn) {
         elementType = builder.getF32Type();
       else if (value.getKind() == EvalValue::Kind::Bool)
         elementType = builder.getI1Type();
+      if (!fitsElementType(value, elementType)) {
+        error(expr->getLoc()) << value.describe() << " does not fit in "
+                              << (elementType.isF32() ? "f32" : "i32")
+                              << ", the type an entry point returns it as";
+        return discard();
+      }
       values.push_back(materialize(value, elementType, expr->getLoc()));
       continue;
     }
@@ -287,25 +313,34 @@ Elaborator::callFn(const ast::FnDecl &fn, Instance &instance, CallArgs &args) {
                        getElementType(builder, type->getElementType()) &&
                    actual.getRank() ==
                        static_cast<int64_t>(type->getDims().size());
+    // The declared type as written, with constants evaluated, for the
+    // diagnostic: f32[B, T, 192].
+    std::string declared;
+    llvm::raw_string_ostream os(declared);
+    os << ast::getElementTypeName(type->getElementType()) << "[";
     for (auto [axis, dim] : llvm::enumerate(type->getDims())) {
-      if (!matches)
-        break;
+      if (axis)
+        os << ", ";
       auto *name = dyn_cast<ast::NameExpr>(dim.get());
       if (name && !instance.constants.count(name->getName())) {
-        frame.symbolicDims.try_emplace(name->getName(), tensor, axis);
+        os << name->getName();
+        if (matches)
+          frame.symbolicDims.try_emplace(name->getName(), tensor, axis);
         continue;
       }
-      EvalValue size = evalConstant(*dim, instance);
-      matches = size.getKind() != EvalValue::Kind::Int ||
-                actual.isDynamicDim(axis) ||
-                actual.getDimSize(axis) == size.getInt();
+      std::optional<int64_t> size = expectInt(
+          Arg{evalConstant(*dim, instance), dim->getLoc()}, "a dimension");
+      if (!size)
+        return std::nullopt;
+      os << *size;
+      matches = matches && (actual.isDynamicDim(axis) ||
+                            actual.getDimSize(axis) == *size);
     }
+    os << "]";
     if (!matches) {
       error(arg->loc) << "argument '" << formal.getName() << "' of fn '"
-                      << fn.getName() << "' is declared "
-                      << ast::getElementTypeName(type->getElementType())
-                      << " with " << type->getDims().size()
-                      << " dims, got " << arg->value.describe();
+                      << fn.getName() << "' is declared " << declared
+                      << ", got " << arg->value.describe();
       return std::nullopt;
     }
   }
@@ -364,6 +399,60 @@ Value Elaborator::readParam(const ParamRef &param, Location loc) {
   return GetParamOp::create(builder, loc, param.type, param.symbol);
 }
 
+/// Whether `value` is computed from a parameter of the model.
+static bool readsParam(Value value) {
+  SmallVector<Value> worklist{value};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val().getDefiningOp();
+    if (!op || !seen.insert(op).second)
+      continue;
+    if (isa<GetParamOp>(op))
+      return true;
+    llvm::append_range(worklist, op->getOperands());
+  }
+  return false;
+}
+
+EvalValue Elaborator::evalBuffer(const BufferRef &buffer, Instance &instance,
+                                 Location loc) {
+  const ast::BufferDecl &decl = *buffer.decl;
+  if (llvm::is_contained(evaluatingBuffers, &decl)) {
+    error(loc) << "buffer '" << decl.getName()
+               << "' is defined in terms of itself";
+    return EvalValue::poison();
+  }
+  // A buffer is computed where it is used, from constants only, so that it
+  // folds to a constant.
+  Frame frame{&instance, {}, {}, /*constantOnly=*/false};
+  evaluatingBuffers.push_back(&decl);
+  EvalValue value = eval(decl.getValue(), frame);
+  evaluatingBuffers.pop_back();
+  if (value.isPoison())
+    return value;
+  Location valueLoc = decl.getValue().getLoc();
+  if (!value.isTensor()) {
+    error(valueLoc) << "buffer '" << decl.getName()
+                    << "' must be a tensor, got " << value.describe();
+    return EvalValue::poison();
+  }
+  if (readsParam(value.getValue())) {
+    error(valueLoc) << "buffer '" << decl.getName()
+                    << "' reads a parameter; a buffer is computed from "
+                       "constants only";
+    return EvalValue::poison();
+  }
+  RankedTensorType type = value.getTensorType();
+  if (type.getElementType() != buffer.type.getElementType() ||
+      failed(verifyCompatibleShape(type, buffer.type))) {
+    error(valueLoc) << "buffer '" << decl.getName() << "' is declared "
+                    << describeType(buffer.type) << ", got "
+                    << value.describe();
+    return EvalValue::poison();
+  }
+  return value;
+}
+
 /// Reports that a run-time value was used where only constants are allowed.
 static EvalValue notConstant(Elaborator &elab, Location loc,
                              llvm::StringRef what) {
@@ -392,19 +481,7 @@ EvalValue Elaborator::evalName(const ast::NameExpr &expr, Frame &frame) {
   if (auto it = instance.buffers.find(name); it != instance.buffers.end()) {
     if (frame.constantOnly)
       return notConstant(*this, expr.getLoc(), "buffer '" + name.str() + "'");
-    const ast::BufferDecl &buffer = *it->second;
-    // A buffer is computed where it is used, from constants only, so that
-    // it folds to a constant.
-    Frame bufferFrame{&instance, {}, {}, /*constantOnly=*/false};
-    EvalValue value = eval(buffer.getValue(), bufferFrame);
-    if (value.isPoison())
-      return value;
-    if (!value.isTensor()) {
-      error(buffer.getLoc()) << "buffer '" << name
-                             << "' must be a tensor, got " << value.describe();
-      return EvalValue::poison();
-    }
-    return value;
+    return evalBuffer(it->second, instance, expr.getLoc());
   }
   if (isWord(name))
     return EvalValue::ofWord(name);
@@ -442,6 +519,12 @@ EvalValue Elaborator::evalMember(const ast::MemberExpr &expr, Frame &frame) {
   }
   if (auto it = layer.constants.find(member); it != layer.constants.end())
     return it->second;
+  if (auto it = layer.buffers.find(member); it != layer.buffers.end()) {
+    if (frame.constantOnly)
+      return notConstant(*this, expr.getLoc(),
+                         "buffer '" + layer.qualify(member) + "'");
+    return evalBuffer(it->second, layer, expr.getLoc());
+  }
   error(expr.getLoc()) << layer.typeName << " '" << layer.path
                        << "' has no member '" << member << "'";
   return EvalValue::poison();
@@ -489,6 +572,7 @@ EvalValue Elaborator::evalCall(const ast::CallExpr &call, Frame &frame) {
     if (frame.constantOnly)
       return notConstant(*this, call.getLoc(), "a layer call");
     CallArgs args = evalArgs(call, frame);
+    args.callee = member->getMember();
     if (args.hasPoison())
       return EvalValue::poison();
     if (const ast::FnDecl *fn = layer.fns.lookup(member->getMember()))
@@ -496,6 +580,9 @@ EvalValue Elaborator::evalCall(const ast::CallExpr &call, Frame &frame) {
     if (auto it = layer.layers.find(member->getMember());
         it != layer.layers.end())
       return callLayer(*it->second, args);
+    if (auto it = layer.constants.find(member->getMember());
+        it != layer.constants.end() && it->second.isPoison())
+      return EvalValue::poison();
     error(member->getLoc()) << layer.typeName << " '" << layer.path
                             << "' has no fn or layer '" << member->getMember()
                             << "'";
@@ -509,21 +596,28 @@ EvalValue Elaborator::evalCall(const ast::CallExpr &call, Frame &frame) {
   }
   llvm::StringRef name = nameExpr->getName();
   Instance &instance = *frame.instance;
-  EvalValue layerValue;
+  std::optional<EvalValue> layerValue;
   if (auto it = frame.locals.find(name); it != frame.locals.end())
     layerValue = it->second;
   else if (auto it = instance.layers.find(name); it != instance.layers.end())
     layerValue = EvalValue::ofLayer(it->second.get());
-  if (layerValue.getKind() == EvalValue::Kind::Layer) {
+  else if (auto it = instance.constants.find(name);
+           it != instance.constants.end() && it->second.isPoison())
+    layerValue = it->second;
+  // A name bound to an erroneous value (a failed member or statement) has
+  // been reported already.
+  if (layerValue && layerValue->isPoison())
+    return EvalValue::poison();
+  if (layerValue && layerValue->getKind() == EvalValue::Kind::Layer) {
     if (frame.constantOnly)
       return notConstant(*this, call.getLoc(), "a layer call");
     CallArgs args = evalArgs(call, frame);
     if (args.hasPoison())
       return EvalValue::poison();
-    return callLayer(*layerValue.getLayer(), args);
+    return callLayer(*layerValue->getLayer(), args);
   }
-  if (!layerValue.isPoison()) {
-    error(call.getLoc()) << "'" << name << "' is " << layerValue.describe()
+  if (layerValue) {
+    error(call.getLoc()) << "'" << name << "' is " << layerValue->describe()
                          << ", which cannot be called";
     return EvalValue::poison();
   }
@@ -540,6 +634,12 @@ EvalValue Elaborator::evalCall(const ast::CallExpr &call, Frame &frame) {
     if (args.hasPoison())
       return EvalValue::poison();
     return callBuiltinFunction(args, frame);
+  }
+  if (isBuiltinLayer(name) || blocks.count(name)) {
+    error(call.getLoc()) << "'" << name
+                         << "' is a layer; declare it as a member (`l = "
+                         << name << "(...)`) and call the member";
+    return EvalValue::poison();
   }
   error(call.getLoc()) << "undefined function '" << name << "'";
   return EvalValue::poison();
@@ -638,16 +738,18 @@ EvalValue Elaborator::evalBinary(const ast::BinaryExpr &expr, Frame &frame) {
   // At least one side is a tensor: the other becomes a rank-0 tensor of its
   // element type.
   Type elementType = (lhs.isTensor() ? lhs : rhs).getTensorType().getElementType();
-  Value a = lhs.isTensor() ? lhs.getValue() : materialize(lhs, elementType, loc);
-  Value b = rhs.isTensor() ? rhs.getValue() : materialize(rhs, elementType, loc);
-  Type aElement = cast<RankedTensorType>(a.getType()).getElementType();
-  Type bElement = cast<RankedTensorType>(b.getType()).getElementType();
-  if (aElement != bElement) {
+  const EvalValue &other = lhs.isTensor() ? rhs : lhs;
+  if (other.isConstant() ? !fitsElementType(other, elementType)
+                         : other.getTensorType().getElementType() !=
+                               elementType) {
     error(loc) << "operator '" << ast::getBinaryOpSpelling(op)
                << "' combines " << lhs.describe() << " and " << rhs.describe()
                << "; cast one of them first";
     return EvalValue::poison();
   }
+  Value a = lhs.isTensor() ? lhs.getValue() : materialize(lhs, elementType, loc);
+  Value b = rhs.isTensor() ? rhs.getValue() : materialize(rhs, elementType, loc);
+  Type aElement = cast<RankedTensorType>(a.getType()).getElementType();
   Operation *result = nullptr;
   if (ast::isComparison(op)) {
     static const CompareKind kinds[] = {CompareKind::eq, CompareKind::ne,

@@ -98,6 +98,12 @@ struct ParamRef {
   mlir::RankedTensorType type;
 };
 
+/// A buffer an instance owns: its declaration and its declared type.
+struct BufferRef {
+  const ast::BufferDecl *decl;
+  mlir::RankedTensorType type;
+};
+
 /// One layer of the model: the model itself, a block instance, a stack, or a
 /// builtin layer, with its constants, members and configuration.
 class Instance {
@@ -120,7 +126,7 @@ public:
   llvm::StringMap<std::unique_ptr<Instance>> layers;
   /// Parameters by local name.
   llvm::StringMap<ParamRef> params;
-  llvm::StringMap<const ast::BufferDecl *> buffers;
+  llvm::StringMap<BufferRef> buffers;
   llvm::StringMap<const ast::FnDecl *> fns;
   /// The instances of a stack, in order.
   std::vector<Instance *> stack;
@@ -135,6 +141,12 @@ public:
   /// The full name of a member: `path.name`, or `name` at the model level.
   std::string qualify(llvm::StringRef name) const;
 };
+
+/// The MLIR element type of a language element type.
+mlir::Type getElementType(mlir::Builder &builder, ast::ElementType type);
+
+/// Prints a tensor type as the model language writes it: f32[?, ?, 192].
+std::string describeType(mlir::RankedTensorType type);
 
 /// An argument of a call, evaluated, with where it was written.
 struct Arg {
@@ -246,6 +258,9 @@ public:
   EvalValue callLayer(Instance &layer, CallArgs &args);
   /// The value of a parameter of `instance`.
   mlir::Value readParam(const ParamRef &param, mlir::Location loc);
+  /// The value of `buffer` of `instance`, computed where it is read.
+  EvalValue evalBuffer(const BufferRef &buffer, Instance &instance,
+                       mlir::Location loc);
   /// A rank-0 tensor holding constant `value`, of `elementType`.
   mlir::Value materialize(const EvalValue &value, mlir::Type elementType,
                           mlir::Location loc);
@@ -304,6 +319,9 @@ public:
   std::vector<const ast::BlockDecl *> instantiating;
   /// Fns being evaluated, innermost last, to refuse recursion.
   std::vector<std::pair<const ast::FnDecl *, Instance *>> calling;
+  /// Buffers being evaluated, innermost last: a buffer found here again is
+  /// defined in terms of itself.
+  std::vector<const ast::BufferDecl *> evaluatingBuffers;
   unsigned numErrors = 0;
 };
 

@@ -132,13 +132,13 @@ LogicalResult Elaborator::evalInitializer(const ast::CallExpr *init,
 /// Evaluates the shape of a `param` or `buffer` declaration: every dim must
 /// be a positive integer constant.
 static std::optional<SmallVector<int64_t>>
-evalStaticShape(Elaborator &elab, const ast::TypeExpr &type,
-                Instance &instance) {
+evalStaticShape(Elaborator &elab, const ast::TypeExpr &type, Instance &instance,
+                llvm::StringRef what) {
   SmallVector<int64_t> shape;
   int64_t elements = 1;
   for (const ast::ExprPtr &dim : type.getDims()) {
     Arg arg{elab.evalConstant(*dim, instance), dim->getLoc()};
-    std::optional<int64_t> size = elab.expectInt(arg, "a parameter's size");
+    std::optional<int64_t> size = elab.expectInt(arg, what);
     if (!size)
       return std::nullopt;
     if (*size <= 0 || *size > kMaxParamElements ||
@@ -157,6 +157,9 @@ void Elaborator::populateMembers(Instance &instance,
                                  const ast::TopLevelDecl &decl) {
   for (const ast::MemberPtr &member : decl.getMembers()) {
     llvm::StringRef name;
+    // A member that fails is poison, so that its uses are not reported as
+    // undefined names on top of the error itself.
+    auto fail = [&] { instance.constants[name] = EvalValue::poison(); };
     if (auto *let = dyn_cast<ast::LetDecl>(member.get()))
       name = let->getName();
     else if (auto *layer = dyn_cast<ast::LayerDecl>(member.get()))
@@ -185,18 +188,23 @@ void Elaborator::populateMembers(Instance &instance,
           layer->getCall(), instance.qualify(name), instance);
       if (child)
         instance.layers[name] = std::move(child);
+      else
+        fail();
       continue;
     }
     if (auto *repeat = dyn_cast<ast::RepeatDecl>(member.get())) {
       Arg countArg{evalConstant(repeat->getCount(), instance),
                    repeat->getCount().getLoc()};
       std::optional<int64_t> count = expectInt(countArg, "a repeat count");
-      if (!count)
+      if (!count) {
+        fail();
         continue;
+      }
       if (*count <= 0 || *count > kMaxRepeat) {
         error(countArg.loc) << "repeat count " << *count
                             << " must be a positive constant of at most "
                             << kMaxRepeat;
+        fail();
         continue;
       }
       auto stack = std::make_unique<Instance>(
@@ -214,35 +222,52 @@ void Elaborator::populateMembers(Instance &instance,
       }
       if (ok)
         instance.layers[name] = std::move(stack);
+      else
+        fail();
       continue;
     }
     if (auto *param = dyn_cast<ast::ParamDecl>(member.get())) {
-      std::optional<SmallVector<int64_t>> shape =
-          evalStaticShape(*this, param->getType(), instance);
-      if (!shape)
+      std::optional<SmallVector<int64_t>> shape = evalStaticShape(
+          *this, param->getType(), instance, "a parameter's size");
+      if (!shape) {
+        fail();
         continue;
+      }
       if (param->getType().getElementType() != ast::ElementType::F32) {
         error(param->getType().getLoc())
             << "parameters are f32; '"
             << ast::getElementTypeName(param->getType().getElementType())
             << "' parameters are not supported";
+        fail();
         continue;
       }
       Frame frame{&instance, {}, {}, /*constantOnly=*/true};
       InitKind init;
       SmallVector<double> initArgs;
-      if (failed(evalInitializer(param->getInit(), frame, init, initArgs)))
+      if (failed(evalInitializer(param->getInit(), frame, init, initArgs))) {
+        fail();
         continue;
+      }
       if (init == InitKind::xavier_uniform && shape->size() < 2) {
         error(param->getInit()->getLoc())
             << "xavier_uniform needs a parameter of rank 2 or more";
+        fail();
         continue;
       }
       declareParam(instance, name, *shape, init, initArgs, param->getLoc());
       continue;
     }
     if (auto *buffer = dyn_cast<ast::BufferDecl>(member.get())) {
-      instance.buffers[name] = buffer;
+      std::optional<SmallVector<int64_t>> shape = evalStaticShape(
+          *this, buffer->getType(), instance, "a buffer's size");
+      if (!shape) {
+        fail();
+        continue;
+      }
+      Type elementType =
+          getElementType(builder, buffer->getType().getElementType());
+      instance.buffers[name] =
+          BufferRef{buffer, RankedTensorType::get(*shape, elementType)};
       continue;
     }
     if (auto *fn = dyn_cast<ast::FnDecl>(member.get())) {

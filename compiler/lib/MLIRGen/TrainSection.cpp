@@ -41,34 +41,36 @@ static LogicalResult evalHyperparameters(Elaborator &elab,
   auto bound = elab.bindArgs(args, formals);
   if (!bound)
     return failure();
+  // Each value is checked on its own, so that every bad one is reported.
+  bool ok = true;
   for (auto [h, arg] : llvm::zip(known, *bound)) {
     if (h.integer) {
       std::optional<int64_t> value =
           arg ? elab.expectInt(*arg, h.name)
               : std::optional<int64_t>(static_cast<int64_t>(h.fallback));
-      if (!value)
-        return failure();
-      if (*value < 0) {
+      if (value && *value < 0) {
         elab.error(arg->loc) << h.name << " must not be negative";
-        return failure();
+        value.reset();
       }
-      attrs.append(h.name, elab.builder.getI64IntegerAttr(*value));
+      ok &= value.has_value();
+      if (value)
+        attrs.append(h.name, elab.builder.getI64IntegerAttr(*value));
       continue;
     }
     std::optional<double> value =
         arg ? elab.expectNumber(*arg, h.name) : h.fallback;
-    if (!value)
-      return failure();
     bool inUnit = h.name == "beta1" || h.name == "beta2";
-    if (*value < 0 || (inUnit && *value >= 1)) {
+    if (value && (*value < 0 || (inUnit && *value >= 1))) {
       elab.error(arg->loc) << h.name << " must be "
                            << (inUnit ? "in [0, 1)" : "non-negative")
                            << ", got " << *value;
-      return failure();
+      value.reset();
     }
-    attrs.append(h.name, elab.builder.getF64FloatAttr(*value));
+    ok &= value.has_value();
+    if (value)
+      attrs.append(h.name, elab.builder.getF64FloatAttr(*value));
   }
-  return success();
+  return success(ok);
 }
 
 void Elaborator::emitTrain(const ast::TrainDecl &train) {
@@ -165,12 +167,14 @@ void Elaborator::emitTrain(const ast::TrainDecl &train) {
         known = {{"warmup", 0, true}, {"steps", 0, true}};
       else if (schedule == ScheduleKind::warmup_rsqrt)
         known = {{"warmup", 4000, true}, {"d_model", 0, true}};
-      ok &= succeeded(evalHyperparameters(*this, *call, known, scheduleArgs));
-      if (ok && schedule == ScheduleKind::cosine &&
+      bool valid =
+          succeeded(evalHyperparameters(*this, *call, known, scheduleArgs));
+      if (valid && schedule == ScheduleKind::cosine &&
           !call->getKeywordArg("steps") && call->getArgs().size() < 2) {
         error(call->getLoc()) << "cosine needs the number of steps";
-        ok = false;
+        valid = false;
       }
+      ok &= valid;
       // d_model 0 means "no d_model factor": the schedule is lr * min(...).
     }
   }

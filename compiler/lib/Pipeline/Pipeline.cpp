@@ -8,6 +8,14 @@
 
 #include "attn/Pipeline/Pipeline.h"
 
+#include "attn/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -58,7 +66,45 @@ llvm::StringRef allStageNames() {
   return "tokens, ast, params, attn, attn-opt, loops, llvm-mlir, llvm, asm";
 }
 
-bool isStageImplemented(Stage stage) { return stage <= Stage::AttnOpt; }
+bool isStageImplemented(Stage stage) { return stage <= Stage::Asm; }
+
+/// attn-opt to loops: parameters bound, attn lowered to linalg on tensors,
+/// bufferised (results allocated with malloc, temporaries freed), loops.
+static void buildLoopsPipeline(OpPassManager &pm) {
+  pm.addPass(createAttnBindParams());
+  pm.addPass(createAttnFinalizeEntryPoints());
+  pm.addPass(createConvertAttnToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.allowReturnAllocsFromLoops = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions deallocation;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+/// loops to the LLVM dialect, with a C interface per entry point.
+static void buildLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // Math with an LLVM intrinsic first; what is left (erf) calls libm.
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
 
 void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options) {
   if (options.lastStage <= Stage::Attn)
@@ -66,6 +112,12 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options) {
   // attn-opt: local simplification. Fusion passes join here.
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (options.lastStage <= Stage::AttnOpt)
+    return;
+  buildLoopsPipeline(pm);
+  if (options.lastStage <= Stage::Loops)
+    return;
+  buildLLVMPipeline(pm);
 }
 
 void registerAttnPipelines() {
@@ -75,6 +127,14 @@ void registerAttnPipelines() {
       [](OpPassManager &pm) {
         buildAttnPipeline(pm, PipelineOptions{Stage::AttnOpt});
       });
+  PassPipelineRegistration<>(
+      "attn-opt-to-loops",
+      "Runs the attnc pipeline from the attn-opt stage to the loops stage",
+      [](OpPassManager &pm) { buildLoopsPipeline(pm); });
+  PassPipelineRegistration<>(
+      "attn-loops-to-llvm",
+      "Runs the attnc pipeline from the loops stage to the llvm-mlir stage",
+      [](OpPassManager &pm) { buildLLVMPipeline(pm); });
 }
 
 } // namespace attn

@@ -1,7 +1,39 @@
 //===- Parser.h - Recursive-descent parser of one .tfm file -----*- C++ -*-===//
 //
 // Parses the tokens of one buffer into a `SourceFile`. Imports are recorded,
-// not followed: `ProgramLoader` reads the files they name.
+// not followed: `ProgramLoader` reads the files they name. The grammar, with
+// NEWLINE the end of a line outside parentheses and brackets (see Lexer.h):
+//
+//   file        ::= (import | block-decl | model-decl | NEWLINE)* EOF
+//   import      ::= 'import' STRING
+//   block-decl  ::= 'block' IDENT ('(' block-param,* ')')? member-body
+//   block-param ::= IDENT ('=' expr)?
+//   model-decl  ::= 'model' IDENT member-body
+//   member-body ::= '{' (member | NEWLINE)* '}'
+//   member      ::= 'let' IDENT '=' expr
+//                 | IDENT '=' IDENT call-args
+//                 | IDENT '=' 'repeat' '(' expr ')' IDENT call-args
+//                 | 'param' IDENT ':' type ('init' IDENT call-args)?
+//                 | 'buffer' IDENT ':' type '=' expr
+//                 | 'fn' IDENT '(' fn-arg,* ')' '{' (stmt | NEWLINE)* '}'
+//                 | 'train' '{' (IDENT '=' expr | NEWLINE)* '}'
+//   fn-arg      ::= IDENT (':' type)?
+//   type        ::= IDENT ('[' expr,* ']')?
+//   stmt        ::= IDENT '=' expr | 'return' expr (',' expr)*
+//   expr        ::= additive (cmp-op additive)?
+//   cmp-op      ::= '==' | '!=' | '<' | '<=' | '>' | '>='
+//   additive    ::= multiplicative (('+' | '-') multiplicative)*
+//   multiplicative ::= matmul (('*' | '/' | '//' | '%') matmul)*
+//   matmul      ::= unary ('@' unary)*
+//   unary       ::= '-' unary | postfix
+//   postfix     ::= primary (call-args | '.' IDENT)*
+//   primary     ::= INTEGER | FLOAT | 'true' | 'false' | IDENT | '(' expr ')'
+//                 | '[' expr,* ']'
+//   call-args   ::= '(' (expr | IDENT ':' expr),* ')'
+//
+// `x,*` is a comma-separated list that may be empty and may end with a comma.
+// Members, statements and train settings end at a NEWLINE or before the `}`
+// of their body.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,46 @@
+//===- Passes.h - Conversion passes of attnc --------------------*- C++ -*-===//
+//
+// Declarations of the lowering passes and the helpers they share with the
+// code generator.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_PASSES_H
+#define ATTN_CONVERSION_PASSES_H
+
+#include "attn/Dialect/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace attn {
+
+#define GEN_PASS_DECL
+#include "attn/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "attn/Conversion/Passes.h.inc"
+
+/// Where each parameter lives in the parameter buffer.
+struct ParamSlot {
+  ParamOp param;
+  int64_t offset; // in f32 elements
+};
+
+/// The layout of the parameter buffer: parameters in declaration order, each
+/// starting at a multiple of 16 elements (64 bytes, one cache line), so the
+/// generated code may load any parameter with aligned vector loads.
+llvm::SmallVector<ParamSlot> computeParamLayout(mlir::ModuleOp module,
+                                                int64_t &numElements);
+
+/// Adds the patterns lowering every attn op used inside functions.
+void populateAttnToLinalgPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace attn
+
+#endif // ATTN_CONVERSION_PASSES_H

@@ -1,0 +1,59 @@
+//===- Passes.td - Conversion passes of attnc --------------*- tablegen -*-===//
+//
+// The passes that lower the attn dialect towards LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_PASSES_TD
+#define ATTN_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnBindParams : Pass<"attn-bind-params", "::mlir::ModuleOp"> {
+  let summary = "Reads parameters from one buffer passed to every entry point";
+  let description = [{
+    Input: a verified attn module. Output: every `func.func` takes a new first
+    argument, `%params: tensor<?xf32>` (arg attribute `attn.params`), the
+    buffer holding every parameter at the offsets of `attn::computeParamLayout`
+    (in declaration order, each 16-element aligned); each `attn.get_param`
+    becomes a slice of it reshaped to the parameter's shape. The `attn.param`
+    and `attn.train` ops stay for the code generator to describe the model;
+    nothing reads them as values any more.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Lowers attn ops to linalg, tensor, arith, math and scf";
+  let description = [{
+    Input: a module whose functions no longer read `attn.get_param` (see
+    `attn-bind-params`). Output: the same computation on tensors in upstream
+    dialects: element-wise ops and reductions as `linalg.generic`, products as
+    contractions, shape ops as `tensor` ops, and `attn.sdpa` as a tiled
+    online-softmax loop nest (`scf.for` over query and key tiles) that never
+    materialises the `T x S` score matrix and skips key tiles above the
+    causal diagonal. `dropout` is the identity (these are inference entry
+    points). Module-level `attn.param` and `attn.train` ops are left alone.
+    Fails with a diagnostic on an op it cannot lower.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def AttnFinalizeEntryPoints
+    : Pass<"attn-finalize-entry-points", "::mlir::ModuleOp"> {
+  let summary = "Drops the model declarations and exports C interfaces";
+  let description = [{
+    Input: a module whose functions no longer read parameters by name (after
+    `attn-bind-params`); the code generator has already read the
+    `attn.param` and `attn.train` declarations into the model's metadata.
+    Output: those declarations are erased, and every public function is
+    marked `llvm.emit_c_interface`, so lowering to LLVM gives it the
+    `_mlir_ciface_NAME` entry the runtime calls (see runtime/include/attn/abi.h).
+  }];
+}
+
+#endif // ATTN_CONVERSION_PASSES_TD

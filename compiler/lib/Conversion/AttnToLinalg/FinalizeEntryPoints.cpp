@@ -1,0 +1,37 @@
+//===- FinalizeEntryPoints.cpp - Entry points as C interfaces -------------===//
+//
+// The last attn-specific step before LLVM: the model declarations go (their
+// content is in the metadata the code generator emits) and each entry point
+// gets MLIR's C interface wrapper.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+
+namespace attn {
+#define GEN_PASS_DEF_ATTNFINALIZEENTRYPOINTS
+#include "attn/Conversion/Passes.h.inc"
+
+namespace {
+
+struct AttnFinalizeEntryPointsPass
+    : impl::AttnFinalizeEntryPointsBase<AttnFinalizeEntryPointsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      if (isa<ParamOp, TrainOp>(op))
+        op.erase();
+    UnitAttr unit = UnitAttr::get(&getContext());
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), unit);
+  }
+};
+
+} // namespace
+} // namespace attn

@@ -1,0 +1,179 @@
+//===- LinalgBuilders.cpp - Building blocks of the attn lowering ----------===//
+//
+// Shared helpers of the AttnToLinalg patterns: result sizes under NumPy
+// broadcasting, element-wise generics, single-axis reductions, activations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilders.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+
+using namespace mlir;
+
+namespace attn {
+
+Value dimOf(OpBuilder &b, Location loc, Value value, int64_t axis) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!type.isDynamicDim(axis))
+    return arith::ConstantIndexOp::create(b, loc, type.getDimSize(axis));
+  return tensor::DimOp::create(b, loc, value, axis);
+}
+
+SmallVector<OpFoldResult> broadcastResultSizes(OpBuilder &b, Location loc,
+                                               RankedTensorType resultType,
+                                               ValueRange operands) {
+  SmallVector<OpFoldResult> sizes;
+  int64_t rank = resultType.getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!resultType.isDynamicDim(d)) {
+      sizes.push_back(b.getIndexAttr(resultType.getDimSize(d)));
+      continue;
+    }
+    Value size;
+    for (Value operand : operands) {
+      auto type = cast<RankedTensorType>(operand.getType());
+      int64_t od = d - (rank - type.getRank());
+      if (od < 0 || type.getDimSize(od) == 1)
+        continue;
+      size = dimOf(b, loc, operand, od);
+      break;
+    }
+    assert(size && "a dynamic result dim has a source operand");
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+AffineMap broadcastMap(MLIRContext *context, RankedTensorType operand,
+                       RankedTensorType result) {
+  int64_t rank = result.getRank(), offset = rank - operand.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < operand.getRank(); ++d) {
+    bool broadcast = operand.getDimSize(d) == 1 &&
+                     result.getDimSize(d + offset) != 1;
+    exprs.push_back(broadcast ? getAffineConstantExpr(0, context)
+                              : getAffineDimExpr(d + offset, context));
+  }
+  return AffineMap::get(rank, 0, exprs, context);
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                  ArrayRef<OpFoldResult> sizes) {
+  return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+}
+
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                   ArrayRef<OpFoldResult> sizes, TypedAttr value) {
+  Value empty = emptyTensor(b, loc, type, sizes);
+  Value scalar = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ValueRange operands, ScalarFn fn) {
+  SmallVector<OpFoldResult> sizes =
+      broadcastResultSizes(b, loc, resultType, operands);
+  Value init = emptyTensor(b, loc, resultType, sizes);
+  SmallVector<AffineMap> maps;
+  for (Value operand : operands)
+    maps.push_back(broadcastMap(
+        b.getContext(), cast<RankedTensorType>(operand.getType()), resultType));
+  maps.push_back(b.getMultiDimIdentityMap(resultType.getRank()));
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, operands, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value out = fn(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, out);
+      });
+  return generic.getResult(0);
+}
+
+Value buildReduction(OpBuilder &b, Location loc, Value input, int64_t axis,
+                     TypedAttr init, CombineFn combine) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  int64_t rank = inputType.getRank();
+  SmallVector<int64_t> shape;
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<AffineExpr> outExprs;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis)
+      continue;
+    shape.push_back(inputType.getDimSize(d));
+    sizes.push_back(inputType.isDynamicDim(d)
+                        ? OpFoldResult(dimOf(b, loc, input, d))
+                        : OpFoldResult(b.getIndexAttr(inputType.getDimSize(d))));
+    outExprs.push_back(b.getAffineDimExpr(d));
+  }
+  auto resultType = RankedTensorType::get(shape, inputType.getElementType());
+  Value acc = filledTensor(b, loc, resultType, sizes, init);
+  SmallVector<AffineMap> maps = {
+      b.getMultiDimIdentityMap(rank),
+      AffineMap::get(rank, 0, outExprs, b.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators[axis] = utils::IteratorType::reduction;
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, ValueRange{input}, ValueRange{acc}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args[0], args[1]));
+      });
+  return generic.getResult(0);
+}
+
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+Value applyActivation(OpBuilder &b, Location loc, Activation activation,
+                      Value x) {
+  Type type = x.getType();
+  auto half = [&] { return floatConstant(b, loc, type, 0.5); };
+  auto one = [&] { return floatConstant(b, loc, type, 1.0); };
+  switch (activation) {
+  case Activation::none:
+    return x;
+  case Activation::relu:
+    return arith::MaximumFOp::create(b, loc, x,
+                                     floatConstant(b, loc, type, 0.0));
+  case Activation::gelu: {
+    // x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))).
+    Value scaled =
+        arith::MulFOp::create(b, loc, x, floatConstant(b, loc, type, M_SQRT1_2));
+    Value erf = math::ErfOp::create(b, loc, scaled);
+    Value sum = arith::AddFOp::create(b, loc, one(), erf);
+    return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, half(), x),
+                                 sum);
+  }
+  case Activation::gelu_tanh: {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    Value x3 = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x),
+                                     x);
+    Value inner = arith::AddFOp::create(
+        b, loc, x,
+        arith::MulFOp::create(b, loc, floatConstant(b, loc, type, 0.044715),
+                              x3));
+    Value scaled = arith::MulFOp::create(
+        b, loc, floatConstant(b, loc, type, 0.7978845608028654), inner);
+    Value tanh = math::TanhOp::create(b, loc, scaled);
+    return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, half(), x),
+                                 arith::AddFOp::create(b, loc, one(), tanh));
+  }
+  case Activation::silu:
+  case Activation::sigmoid: {
+    Value negExp = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+    Value sigmoid = arith::DivFOp::create(
+        b, loc, one(), arith::AddFOp::create(b, loc, one(), negExp));
+    if (activation == Activation::sigmoid)
+      return sigmoid;
+    return arith::MulFOp::create(b, loc, x, sigmoid);
+  }
+  case Activation::tanh:
+    return math::TanhOp::create(b, loc, x);
+  }
+  llvm_unreachable("unknown activation");
+}
+
+} // namespace attn

@@ -1,0 +1,105 @@
+//===- LinalgBuilders.h - Building blocks of the attn lowering --*- C++ -*-===//
+//
+// The few shapes of code every lowering pattern builds: an empty or filled
+// tensor of a result's (possibly dynamic) shape, an element-wise
+// `linalg.generic` over broadcast operands, and a reduction over one axis.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_ATTNTOLINALG_LINALGBUILDERS_H
+#define ATTN_CONVERSION_ATTNTOLINALG_LINALGBUILDERS_H
+
+#include "attn/Conversion/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <functional>
+
+namespace attn {
+
+/// Computes one output element from the operands' elements.
+using ScalarFn = std::function<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                           mlir::ValueRange)>;
+
+/// The sizes of `resultType`: static sizes as attributes, dynamic ones read
+/// with `tensor.dim` from an operand whose aligned (last-dim-aligned) size is
+/// not a static 1, as NumPy broadcasting implies.
+llvm::SmallVector<mlir::OpFoldResult>
+broadcastResultSizes(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::RankedTensorType resultType,
+                     mlir::ValueRange operands);
+
+/// The indexing map that reads `operand` inside a loop nest over
+/// `resultRank` dims, aligning the last dims and pinning broadcast (static
+/// size-1) dims to 0.
+mlir::AffineMap broadcastMap(mlir::MLIRContext *context,
+                             mlir::RankedTensorType operand,
+                             mlir::RankedTensorType result);
+
+/// `tensor.empty` of `type` with `sizes`.
+mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type,
+                        llvm::ArrayRef<mlir::OpFoldResult> sizes);
+
+/// A tensor of `type` and `sizes` filled with `value`.
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type,
+                         llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                         mlir::TypedAttr value);
+
+/// An element-wise `linalg.generic` producing `resultType` from `operands`
+/// broadcast by NumPy's rules.
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             mlir::ValueRange operands, ScalarFn fn);
+
+/// Combines `value` into the accumulator of a reduction.
+using CombineFn = std::function<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::Value element, mlir::Value acc)>;
+
+/// Reduces `input` over `axis` (the dim is dropped) starting from `init`.
+mlir::Value buildReduction(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value input, int64_t axis,
+                           mlir::TypedAttr init, CombineFn combine);
+
+/// The size of dim `axis` of `value`, as an index.
+mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                  int64_t axis);
+
+/// A float constant of `type`.
+mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Type type, double value);
+
+/// Applies an activation to a scalar.
+mlir::Value applyActivation(mlir::OpBuilder &b, mlir::Location loc,
+                            Activation activation, mlir::Value x);
+
+/// An element-wise generic over `full`'s shape reading `full`, then each of
+/// `reduced` (statistics reduced over `axis`), then each of `perFeature`
+/// (vectors indexed by the last dim).
+mlir::Value buildWithStatistics(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value full, mlir::ValueRange reduced,
+                                int64_t axis, mlir::ValueRange perFeature,
+                                ScalarFn fn);
+
+/// The maximum and the sum of `x` over `axis`.
+mlir::Value reduceMax(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                      int64_t axis);
+mlir::Value reduceSum(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                      int64_t axis);
+
+/// exp(x - max), with `max` reduced over `axis`.
+mlir::Value shiftedExp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       mlir::Value max, int64_t axis);
+
+/// Patterns of each op family.
+void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
+void populateShapePatterns(mlir::RewritePatternSet &patterns);
+void populateContractionPatterns(mlir::RewritePatternSet &patterns);
+void populateNormalizationPatterns(mlir::RewritePatternSet &patterns);
+void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
+void populateLossPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace attn
+
+#endif // ATTN_CONVERSION_ATTNTOLINALG_LINALGBUILDERS_H
