@@ -129,7 +129,8 @@ public:
       return 0.0;
     std::optional<double> p = elab.expectNumber(*arg, "the dropout rate");
     if (p && !(*p >= 0 && *p < 1)) {
-      elab.error(arg->loc) << "the dropout rate must be in [0, 1), got " << *p;
+      elab.error(arg->loc) << "the dropout rate must be in [0, 1), got "
+                           << formatNumber(*p);
       return std::nullopt;
     }
     return p;
@@ -270,7 +271,8 @@ static EvalValue constantMath(Elaborator &elab, llvm::StringRef name,
              : name == "exp" ? std::exp(*x)
                              : std::log(*x);
   if (!std::isfinite(r)) {
-    elab.error(arg.loc) << name << "(" << *x << ") is not a finite number";
+    elab.error(arg.loc) << name << "(" << formatNumber(*x)
+                        << ") is not a finite number";
     return EvalValue::poison();
   }
   return EvalValue::ofFloat(r);
@@ -677,7 +679,7 @@ EvalValue Elaborator::callBuiltinFunction(CallArgs &args, Frame &frame) {
         return EvalValue::poison();
       if (!(*e >= 0 && *e <= 1)) {
         error((*bound)[3]->loc) << "label_smoothing must be in [0, 1], got "
-                                << *e;
+                                << formatNumber(*e);
         return EvalValue::poison();
       }
       smoothing = *e;

@@ -85,6 +85,12 @@ RankedTensorType EvalValue::getTensorType() const {
   return cast<RankedTensorType>(value.getType());
 }
 
+std::string mlirgen::formatNumber(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
+  return text;
+}
+
 std::string mlirgen::describeType(RankedTensorType type) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -114,12 +120,8 @@ std::string EvalValue::describe() const {
     return "an erroneous value";
   case Kind::Int:
     return "the integer " + std::to_string(intValue);
-  case Kind::Float: {
-    std::string text;
-    llvm::raw_string_ostream(text)
-        << "the number " << llvm::format("%g", floatValue);
-    return text;
-  }
+  case Kind::Float:
+    return "the number " + formatNumber(floatValue);
   case Kind::Bool:
     return intValue ? "true" : "false";
   case Kind::Tensor:

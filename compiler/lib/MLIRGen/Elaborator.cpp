@@ -233,6 +233,7 @@ void Elaborator::emitEntryPoint(const ast::FnDecl &fn) {
     BlockArgument value = entry->getArgument(index);
     value.setLoc(arg.getLoc());
     frame.locals[arg.getName()] = EvalValue::ofTensor(value);
+    func.setArgAttr(index, "attn.name", builder.getStringAttr(arg.getName()));
     func.setArgAttr(index, "attn.dims", argDims[index]);
     for (auto [axis, name] :
          llvm::enumerate(cast<ArrayAttr>(argDims[index]).getAsRange<StringAttr>()))

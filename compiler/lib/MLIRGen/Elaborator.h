@@ -148,6 +148,9 @@ mlir::Type getElementType(mlir::Builder &builder, ast::ElementType type);
 /// Prints a tensor type as the model language writes it: f32[?, ?, 192].
 std::string describeType(mlir::RankedTensorType type);
 
+/// Prints a number for a diagnostic as Python would: 0.1, 2.5, 1e-09.
+std::string formatNumber(double value);
+
 /// An argument of a call, evaluated, with where it was written.
 struct Arg {
   EvalValue value;

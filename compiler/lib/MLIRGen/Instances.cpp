@@ -104,7 +104,8 @@ LogicalResult Elaborator::evalInitializer(const ast::CallExpr *init,
     if (!lo || !hi)
       return failure();
     if (*lo > *hi) {
-      error(callArgs.loc) << "uniform(" << *lo << ", " << *hi
+      error(callArgs.loc) << "uniform(" << formatNumber(*lo) << ", "
+                          << formatNumber(*hi)
                           << ") has its lower bound above its upper bound";
       return failure();
     }
@@ -358,7 +359,8 @@ Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
       return 0.0;
     std::optional<double> p = expectNumber(*arg, "the dropout rate");
     if (p && !(*p >= 0 && *p < 1)) {
-      error(arg->loc) << "the dropout rate must be in [0, 1), got " << *p;
+      error(arg->loc) << "the dropout rate must be in [0, 1), got "
+                      << formatNumber(*p);
       return std::nullopt;
     }
     return p;
@@ -369,7 +371,8 @@ Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
       return fallback;
     std::optional<double> eps = expectNumber(*arg, "eps");
     if (eps && !(*eps >= 0)) {
-      error(arg->loc) << "eps must not be negative, got " << *eps;
+      error(arg->loc) << "eps must not be negative, got "
+                      << formatNumber(*eps);
       return std::nullopt;
     }
     return eps;

@@ -63,7 +63,7 @@ static LogicalResult evalHyperparameters(Elaborator &elab,
     if (value && (*value < 0 || (inUnit && *value >= 1))) {
       elab.error(arg->loc) << h.name << " must be "
                            << (inUnit ? "in [0, 1)" : "non-negative")
-                           << ", got " << *value;
+                           << ", got " << formatNumber(*value);
       value.reset();
     }
     ok &= value.has_value();

@@ -106,18 +106,20 @@ static void buildLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  if (options.lastStage <= Stage::Attn)
-    return;
+void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
+                       Stage from) {
+  auto runs = [&](Stage stage) {
+    return from < stage && stage <= options.lastStage;
+  };
   // attn-opt: local simplification. Fusion passes join here.
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (options.lastStage <= Stage::AttnOpt)
-    return;
-  buildLoopsPipeline(pm);
-  if (options.lastStage <= Stage::Loops)
-    return;
-  buildLLVMPipeline(pm);
+  if (runs(Stage::AttnOpt)) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  if (runs(Stage::Loops))
+    buildLoopsPipeline(pm);
+  if (runs(Stage::LLVMMLIR))
+    buildLLVMPipeline(pm);
 }
 
 void registerAttnPipelines() {

@@ -50,7 +50,8 @@ def AttnFinalizeEntryPoints
     Input: a module whose functions no longer read parameters by name (after
     `attn-bind-params`); the code generator has already read the
     `attn.param` and `attn.train` declarations into the model's metadata.
-    Output: those declarations are erased, and every public function is
+    Output: those declarations and the `attn.*` argument attributes are
+    erased, and every public function is
     marked `llvm.emit_c_interface`, so lowering to LLVM gives it the
     `_mlir_ciface_NAME` entry the runtime calls (see runtime/include/attn/abi.h).
   }];

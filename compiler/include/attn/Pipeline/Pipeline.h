@@ -46,9 +46,11 @@ struct PipelineOptions {
   Stage lastStage = Stage::AttnOpt;
 };
 
-/// Adds to `pm` the passes that take a verified `attn` module (the `attn`
-/// stage) to `options.lastStage`.
-void buildAttnPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
+/// Adds to `pm` the passes that take a module in stage `from` (by default a
+/// verified `attn` module, the `attn` stage) to `options.lastStage`. Stages
+/// past `llvm-mlir` are not passes but translation (see Target/).
+void buildAttnPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
+                       Stage from = Stage::Attn);
 
 /// Registers the pipeline under `attn-to-<stage>` names for `attnc-opt`.
 void registerAttnPipelines();

@@ -27,9 +27,15 @@ struct AttnFinalizeEntryPointsPass
       if (isa<ParamOp, TrainOp>(op))
         op.erase();
     UnitAttr unit = UnitAttr::get(&getContext());
-    for (auto func : module.getOps<func::FuncOp>())
+    for (auto func : module.getOps<func::FuncOp>()) {
+      // The argument descriptions (names, symbolic dims) are in the
+      // metadata now; LLVM has no use for them.
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        for (llvm::StringRef name : {"attn.params", "attn.dims", "attn.name"})
+          func.removeArgAttr(i, name);
       if (func.isPublic() && !func.isExternal())
         func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), unit);
+    }
   }
 };
 

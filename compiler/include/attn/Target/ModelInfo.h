@@ -1,0 +1,57 @@
+//===- ModelInfo.h - What the runtime needs to know of a model --*- C++ -*-===//
+//
+// The description of a compiled model that goes into its object as an
+// `attn_model_info` (runtime/include/attn/abi.h): parameters with their
+// offsets and initialisers, entry points with their tensors. It is read off
+// the attn module before lowering, while the declarations still exist.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TARGET_MODELINFO_H
+#define ATTN_TARGET_MODELINFO_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct TensorInfo {
+  std::string name;
+  int kind = 1;  // attn_arg_kind
+  int dtype = 0; // attn_dtype
+  std::vector<int64_t> shape; // -1 for a run-time size
+  std::vector<std::string> dimNames;
+};
+
+struct ParamInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+  int init = 0; // attn_init_kind
+  std::vector<double> initArgs;
+};
+
+struct EntryInfo {
+  std::string name;
+  std::vector<TensorInfo> args; // the parameter buffer first
+  std::vector<TensorInfo> results;
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string target;
+  int64_t numParamElements = 0;
+  std::vector<ParamInfo> params;
+  std::vector<EntryInfo> entries;
+};
+
+/// Reads the model description off an attn module (before
+/// `attn-bind-params`). Fails with a diagnostic on a type the runtime cannot
+/// pass (e.g. an f64 argument).
+mlir::FailureOr<ModelInfo> collectModelInfo(mlir::ModuleOp module);
+
+} // namespace attn
+
+#endif // ATTN_TARGET_MODELINFO_H

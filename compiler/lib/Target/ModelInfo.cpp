@@ -1,0 +1,109 @@
+//===- ModelInfo.cpp - What the runtime needs to know of a model ----------===//
+//
+// Reads parameters (with the buffer layout `attn-bind-params` uses) and entry
+// point signatures off the attn module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Target/ModelInfo.h"
+
+#include "attn/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+
+namespace attn {
+
+/// The runtime's dtype code (attn_dtype) of an element type, or -1.
+static int dtypeOf(Type type) {
+  if (type.isF32())
+    return 0;
+  if (type.isBF16())
+    return 1;
+  if (type.isInteger(32))
+    return 2;
+  if (type.isInteger(64))
+    return 3;
+  if (type.isInteger(1))
+    return 4;
+  return -1;
+}
+
+/// Describes a tensor of `type`; its dims are named by `dims` (attn.dims).
+static FailureOr<TensorInfo> describe(Location loc, Type type,
+                                      llvm::StringRef name, ArrayAttr dims) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  int dtype = tensor ? dtypeOf(tensor.getElementType()) : -1;
+  if (dtype < 0)
+    return emitError(loc) << "an entry point cannot pass " << type
+                          << " to the runtime";
+  TensorInfo info;
+  info.name = name.str();
+  info.dtype = dtype;
+  for (auto [axis, size] : llvm::enumerate(tensor.getShape())) {
+    info.shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
+    std::string dimName;
+    if (dims && axis < dims.size())
+      if (auto s = dyn_cast<StringAttr>(dims[axis]))
+        dimName = s.getValue().str();
+    info.dimNames.push_back(dimName);
+  }
+  return info;
+}
+
+FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
+  ModelInfo info;
+  if (auto name = module->getAttrOfType<StringAttr>("attn.model"))
+    info.name = name.getValue().str();
+  else if (module.getSymName())
+    info.name = module.getSymName()->str();
+  else
+    info.name = "model";
+
+  for (const ParamSlot &slot :
+       computeParamLayout(module, info.numParamElements)) {
+    ParamOp param = slot.param;
+    ParamInfo p;
+    p.name = param.getSymName().str();
+    llvm::append_range(p.shape, param.getTensorType().getShape());
+    p.offset = slot.offset;
+    p.init = static_cast<int>(param.getInit());
+    llvm::append_range(p.initArgs, param.getInitArgs());
+    info.params.push_back(std::move(p));
+  }
+
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func.isPublic() || func.isExternal())
+      continue;
+    EntryInfo entry;
+    entry.name = func.getSymName().str();
+    TensorInfo params;
+    params.name = "params";
+    params.kind = 0;
+    params.shape = {info.numParamElements};
+    params.dimNames = {""};
+    entry.args.push_back(params);
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto name = func.getArgAttrOfType<StringAttr>(i, "attn.name");
+      std::string fallback = "arg" + std::to_string(i);
+      FailureOr<TensorInfo> arg =
+          describe(func.getLoc(), func.getArgumentTypes()[i],
+                   name ? name.getValue() : llvm::StringRef(fallback),
+                   func.getArgAttrOfType<ArrayAttr>(i, "attn.dims"));
+      if (failed(arg))
+        return failure();
+      entry.args.push_back(std::move(*arg));
+    }
+    for (Type type : func.getResultTypes()) {
+      FailureOr<TensorInfo> result = describe(func.getLoc(), type, "", {});
+      if (failed(result))
+        return failure();
+      entry.results.push_back(std::move(*result));
+    }
+    info.entries.push_back(std::move(entry));
+  }
+  return info;
+}
+
+} // namespace attn

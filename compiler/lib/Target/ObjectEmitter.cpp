@@ -1,0 +1,268 @@
+//===- ObjectEmitter.cpp - From the LLVM dialect to an object file --------===//
+//
+// Translates the lowered module to LLVM IR, adds the `attn_model_info` the
+// runtime reads (the layout of runtime/include/attn/abi.h, built with the C
+// ABI's natural alignment), optionally a `main`, runs LLVM's optimisation
+// pipeline for the target machine, and emits machine code in-process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Target/ObjectEmitter.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/TargetParser/Triple.h"
+
+using namespace mlir;
+
+namespace attn {
+
+/// Must match ATTN_ABI_VERSION in runtime/include/attn/abi.h.
+static constexpr int kAbiVersion = 1;
+
+bool isKnownTarget(llvm::StringRef target) {
+  return target == "host" || target == "x86-64-v3" || target == "x86-64-v4";
+}
+
+/// A target machine for `target`: the build machine's CPU and features for
+/// `host`, the x86-64 micro-architecture levels otherwise.
+static std::unique_ptr<llvm::TargetMachine>
+createTargetMachine(const CodegenOptions &options, std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  std::string cpu = options.target;
+  std::string features;
+  if (options.target == "host") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures featureSet;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      featureSet.AddFeature(feature.first(), feature.second);
+    features = featureSet.getString();
+  }
+  llvm::TargetOptions targetOptions;
+  auto level = options.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+               : options.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                                       : llvm::CodeGenOptLevel::Default;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      level));
+}
+
+namespace {
+/// Builds the constant tables of abi.h in an LLVM module.
+class MetadataBuilder {
+public:
+  MetadataBuilder(llvm::Module &module)
+      : module(module), context(module.getContext()),
+        ptr(llvm::PointerType::get(context, 0)),
+        i32(llvm::Type::getInt32Ty(context)),
+        i64(llvm::Type::getInt64Ty(context)) {}
+
+  llvm::Constant *string(llvm::StringRef text) {
+    llvm::Constant *data = llvm::ConstantDataArray::getString(context, text);
+    auto *global = new llvm::GlobalVariable(
+        module, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data,
+        ".attn.str");
+    global->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    return global;
+  }
+
+  /// A private constant array; a null pointer when empty.
+  llvm::Constant *array(llvm::Type *element,
+                        llvm::ArrayRef<llvm::Constant *> values,
+                        llvm::StringRef name) {
+    if (values.empty())
+      return llvm::ConstantPointerNull::get(ptr);
+    auto *type = llvm::ArrayType::get(element, values.size());
+    return new llvm::GlobalVariable(module, type, true,
+                                    llvm::GlobalValue::PrivateLinkage,
+                                    llvm::ConstantArray::get(type, values),
+                                    name);
+  }
+
+  llvm::Constant *int64Array(llvm::ArrayRef<int64_t> values) {
+    llvm::SmallVector<llvm::Constant *> constants;
+    for (int64_t v : values)
+      constants.push_back(llvm::ConstantInt::get(i64, v));
+    return array(i64, constants, ".attn.i64");
+  }
+
+  llvm::Constant *doubleArray(llvm::ArrayRef<double> values) {
+    llvm::Type *f64 = llvm::Type::getDoubleTy(context);
+    llvm::SmallVector<llvm::Constant *> constants;
+    for (double v : values)
+      constants.push_back(llvm::ConstantFP::get(f64, v));
+    return array(f64, constants, ".attn.f64");
+  }
+
+  llvm::Constant *stringArray(llvm::ArrayRef<std::string> values) {
+    llvm::SmallVector<llvm::Constant *> constants;
+    for (const std::string &v : values)
+      constants.push_back(string(v));
+    return array(ptr, constants, ".attn.names");
+  }
+
+  // attn_tensor_info { name, kind, dtype, rank, shape, dim_names }
+  llvm::StructType *tensorType() {
+    return llvm::StructType::get(context, {ptr, i32, i32, i32, ptr, ptr});
+  }
+  llvm::Constant *tensor(const TensorInfo &t) {
+    return llvm::ConstantStruct::get(
+        tensorType(),
+        {string(t.name), llvm::ConstantInt::get(i32, t.kind),
+         llvm::ConstantInt::get(i32, t.dtype),
+         llvm::ConstantInt::get(i32, t.shape.size()), int64Array(t.shape),
+         stringArray(t.dimNames)});
+  }
+  llvm::Constant *tensors(llvm::ArrayRef<TensorInfo> list) {
+    llvm::SmallVector<llvm::Constant *> values;
+    for (const TensorInfo &t : list)
+      values.push_back(tensor(t));
+    return array(tensorType(), values, ".attn.tensors");
+  }
+
+  // attn_param_info { name, rank, shape, offset, init, num_init_args, args }
+  llvm::StructType *paramType() {
+    return llvm::StructType::get(context, {ptr, i32, ptr, i64, i32, i32, ptr});
+  }
+  llvm::Constant *param(const ParamInfo &p) {
+    return llvm::ConstantStruct::get(
+        paramType(),
+        {string(p.name), llvm::ConstantInt::get(i32, p.shape.size()),
+         int64Array(p.shape), llvm::ConstantInt::get(i64, p.offset),
+         llvm::ConstantInt::get(i32, p.init),
+         llvm::ConstantInt::get(i32, p.initArgs.size()),
+         doubleArray(p.initArgs)});
+  }
+
+  // attn_entry_info { name, num_args, args, num_results, results, fn }
+  llvm::StructType *entryType() {
+    return llvm::StructType::get(context, {ptr, i32, ptr, i32, ptr, ptr});
+  }
+
+  // attn_model_info { abi_version, name, target, num_param_elements,
+  //                   num_params, params, num_entries, entries }
+  llvm::StructType *modelType() {
+    return llvm::StructType::get(context,
+                                 {i32, ptr, ptr, i64, i32, ptr, i32, ptr});
+  }
+
+  llvm::Module &module;
+  llvm::LLVMContext &context;
+  llvm::PointerType *ptr;
+  llvm::IntegerType *i32, *i64;
+};
+} // namespace
+
+/// Adds `NAME_model_info` (and `main` when asked) to `module`.
+static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
+                                  const CodegenOptions &options,
+                                  Location loc) {
+  MetadataBuilder b(module);
+  llvm::SmallVector<llvm::Constant *> params;
+  for (const ParamInfo &p : info.params)
+    params.push_back(b.param(p));
+  llvm::SmallVector<llvm::Constant *> entries;
+  for (const EntryInfo &e : info.entries) {
+    llvm::Function *fn = module.getFunction("_mlir_ciface_" + e.name);
+    if (!fn)
+      return emitError(loc) << "entry point '" << e.name
+                            << "' has no C interface after lowering";
+    entries.push_back(llvm::ConstantStruct::get(
+        b.entryType(),
+        {b.string(e.name), llvm::ConstantInt::get(b.i32, e.args.size()),
+         b.tensors(e.args), llvm::ConstantInt::get(b.i32, e.results.size()),
+         b.tensors(e.results), fn}));
+  }
+  llvm::Constant *model = llvm::ConstantStruct::get(
+      b.modelType(),
+      {llvm::ConstantInt::get(b.i32, kAbiVersion), b.string(info.name),
+       b.string(info.target), llvm::ConstantInt::get(b.i64, info.numParamElements),
+       llvm::ConstantInt::get(b.i32, info.params.size()),
+       b.array(b.paramType(), params, ".attn.params"),
+       llvm::ConstantInt::get(b.i32, info.entries.size()),
+       b.array(b.entryType(), entries, ".attn.entries")});
+  auto *global = new llvm::GlobalVariable(
+      module, b.modelType(), true, llvm::GlobalValue::ExternalLinkage, model,
+      info.name + "_model_info");
+
+  if (options.withMain) {
+    // int main(int argc, char **argv) { return attn_main(argc, argv, &info); }
+    auto *mainType = llvm::FunctionType::get(b.i32, {b.i32, b.ptr}, false);
+    auto *runtimeMain = llvm::FunctionType::get(b.i32, {b.i32, b.ptr, b.ptr},
+                                                false);
+    llvm::FunctionCallee attnMain =
+        module.getOrInsertFunction("attn_main", runtimeMain);
+    auto *mainFn = llvm::Function::Create(
+        mainType, llvm::GlobalValue::ExternalLinkage, "main", module);
+    llvm::IRBuilder<> ir(llvm::BasicBlock::Create(b.context, "entry", mainFn));
+    llvm::Value *result = ir.CreateCall(
+        attnMain, {mainFn->getArg(0), mainFn->getArg(1), global});
+    ir.CreateRet(result);
+  }
+  return success();
+}
+
+std::unique_ptr<llvm::Module>
+translateToLLVMIR(ModuleOp module, const ModelInfo &info,
+                  const CodegenOptions &options, llvm::LLVMContext &context) {
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, info.name);
+  if (!llvmModule)
+    return nullptr;
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  if (!machine) {
+    emitError(module.getLoc()) << "cannot create a target machine for '"
+                               << options.target << "': " << error;
+    return nullptr;
+  }
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  if (failed(addModelInfo(*llvmModule, info, options, module.getLoc())))
+    return nullptr;
+  auto optimize =
+      makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, machine.get());
+  if (llvm::Error err = optimize(llvmModule.get())) {
+    emitError(module.getLoc()) << "LLVM optimisation failed: "
+                               << llvm::toString(std::move(err));
+    return nullptr;
+  }
+  return llvmModule;
+}
+
+LogicalResult emitMachineCode(llvm::Module &module,
+                              const CodegenOptions &options, bool assembly,
+                              llvm::raw_pwrite_stream &os, std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  if (!machine)
+    return failure();
+  llvm::legacy::PassManager passes;
+  if (machine->addPassesToEmitFile(passes, os, nullptr,
+                                   assembly ? llvm::CodeGenFileType::AssemblyFile
+                                            : llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit this file type";
+    return failure();
+  }
+  passes.run(module);
+  return success();
+}
+
+} // namespace attn

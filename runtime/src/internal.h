@@ -1,0 +1,159 @@
+/*===- internal.h - Helpers shared by the files of libattnrt ---------------===*
+ *
+ * Not installed and not part of the API: error reporting, file helpers, the
+ * strict JSON reader, the context's layout and the entry-point pool hook.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTN_RUNTIME_INTERNAL_H
+#define ATTN_RUNTIME_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "attn/runtime.h"
+
+/* Weights and tensors are read and written in the host's byte order, which
+ * the formats require to be little-endian. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libattnrt supports little-endian hosts only"
+#endif
+
+#if defined(__GNUC__)
+#define ATTN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define ATTN_PRINTF(f, a)
+#endif
+
+/*===- Errors (error.c) ---------------------------------------------------===*/
+
+#define ATTN_ERROR_MAX 1024
+
+/* Formats the thread's last-error message and returns `status`, so that a
+ * failure reads `return attn_fail(ATTN_ERR_IO, "%s: ...", path);`. */
+attn_status attn_fail(attn_status status, const char *fmt, ...)
+    ATTN_PRINTF(2, 3);
+
+/* Copies the thread's last error into the context and returns `status`. */
+attn_status attn_ctx_fail(attn_ctx *ctx, attn_status status);
+
+/* Writes `name` into buf (size n) with non-printable bytes, quotes and
+ * backslashes escaped, so that names read from files keep messages on one
+ * line. Returns buf. */
+const char *attn_quote(char *buf, size_t n, const char *name);
+
+/* Writes "[d0, d1, ...]" into buf. Returns buf. */
+const char *attn_format_shape(char *buf, size_t n, int32_t rank,
+                              const int64_t *dims);
+
+/*===- Tensors (tensor.c) -------------------------------------------------===*/
+
+/* 64-byte-aligned allocation freed with free(); size 0 gives a valid
+ * pointer. */
+void *attn_aligned_malloc(size_t size);
+
+/* Product of dims, or -1 on a negative dim or overflow. */
+int64_t attn_numel(int32_t rank, const int64_t *dims);
+
+/*===- Files (file.c) -----------------------------------------------------===*/
+
+/* Opens `path` for reading and gets its size; messages name the path. */
+attn_status attn_file_open(const char *path, FILE **f, int64_t *size);
+/* Reads exactly n bytes at the current position. */
+attn_status attn_file_read(FILE *f, const char *path, void *buf, size_t n);
+
+/* An output file written under a temporary name in the destination's
+ * directory and renamed over the destination on commit. */
+typedef struct attn_atomic_file {
+  FILE *f;
+  char *tmp_path;
+  char *path;
+} attn_atomic_file;
+
+attn_status attn_atomic_open(attn_atomic_file *af, const char *path);
+attn_status attn_atomic_write(attn_atomic_file *af, const void *buf, size_t n);
+/* Flushes, fsyncs, closes and renames; on failure removes the temporary. */
+attn_status attn_atomic_commit(attn_atomic_file *af);
+/* Closes and removes the temporary file; safe after a failed commit. */
+void attn_atomic_abort(attn_atomic_file *af);
+/* Flushes, fsyncs and closes without renaming yet, so that several files can
+ * be made ready before any of them replaces its destination. */
+attn_status attn_atomic_finish(attn_atomic_file *af);
+/* Renames a finished file over its destination and fsyncs the directory. */
+attn_status attn_atomic_rename(attn_atomic_file *af);
+
+/* Writes *t as a version 1.0 .npy into an open atomic file (npy.c). */
+attn_status attn_npy_write(attn_atomic_file *af, const attn_tensor *t);
+
+/*===- JSON (json.c) ------------------------------------------------------===*/
+
+typedef enum attn_json_kind {
+  ATTN_JSON_NULL,
+  ATTN_JSON_BOOL,
+  ATTN_JSON_NUMBER,
+  ATTN_JSON_STRING,
+  ATTN_JSON_ARRAY,
+  ATTN_JSON_OBJECT
+} attn_json_kind;
+
+/* A parsed JSON value. Objects keep their members in file order (`key` set
+ * on each child); duplicate keys are left to the caller to reject. */
+typedef struct attn_json {
+  attn_json_kind kind;
+  int boolean;
+  int is_int;          /* a number without fraction or exponent that fits */
+  int64_t integer;
+  double number;
+  char *string;        /* NUL-terminated UTF-8 (no embedded NUL) */
+  char *key;           /* the member name, for children of an object */
+  struct attn_json *child, *next;
+  int64_t count;       /* children of an array or object */
+} attn_json;
+
+/* Parses exactly one value from text[0 .. len) (surrounding whitespace
+ * allowed). Strict RFC 8259: no comments, trailing commas, NaN, control
+ * characters in strings or invalid UTF-8; nesting at most 64 deep. Returns
+ * NULL with a message "at byte N: ..." in err on failure or when out of
+ * memory. The caller frees the result with attn_json_free. */
+attn_json *attn_json_parse(const char *text, size_t len, char *err,
+                           size_t err_size);
+void attn_json_free(attn_json *v);
+/* The first member of object `obj` called `key`, or NULL. */
+const attn_json *attn_json_get(const attn_json *obj, const char *key);
+
+/* Appends `s` as a JSON string literal (quotes included) to a growable
+ * buffer; returns 0 when out of memory. */
+typedef struct attn_buf {
+  char *data;
+  size_t len, cap;
+} attn_buf;
+int attn_buf_append(attn_buf *b, const char *s, size_t n);
+int attn_buf_printf(attn_buf *b, const char *fmt, ...) ATTN_PRINTF(2, 3);
+int attn_buf_json_string(attn_buf *b, const char *s);
+void attn_buf_free(attn_buf *b);
+
+/*===- Contexts (context.c, threadpool.c) ---------------------------------===*/
+
+struct attn_ctx {
+  const attn_model_info *model;
+  float *params;
+  attn_allocator allocator;
+  attn_pool *pool;
+  char error[ATTN_ERROR_MAX];
+};
+
+/* Makes `pool` the one attn_parallel_for(NULL, ...) uses on this thread and
+ * returns the previous one, to be restored after the entry point returns. */
+attn_pool *attn_pool_set_current(attn_pool *pool);
+
+/*===- Entry points (run.c) ----------------------------------------------===*/
+
+/* Writes a tensor type as the model language spells it, e.g. "i32[B, T]". */
+const char *attn_format_type(char *buf, size_t n, const attn_tensor_info *t);
+
+/*===- Random numbers (philox.c) ------------------------------------------===*/
+
+/* A double in [0, 1) from 53 bits of two words. */
+double attn_u01(uint32_t hi, uint32_t lo);
+
+#endif /* ATTN_RUNTIME_INTERNAL_H */

@@ -1,0 +1,378 @@
+/*===- run.c - Calling compiled entry points --------------------------------===*
+ *
+ * An entry point is `void _mlir_ciface_NAME(results, arg0, arg1, ...)`, each
+ * a pointer to an MLIR memref descriptor (abi.h). This file checks the
+ * caller's tensors against the entry's argument table, builds descriptors
+ * over them, calls the function with the right number of pointers, and turns
+ * the result descriptors into tensors, adopting their malloc'ed buffers when
+ * they are plain contiguous arrays and copying otherwise.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Pointers passed to an entry point: the result pointer plus arguments. */
+#define MAX_CALL_ARGS 24
+
+/* What the MLIR runtime puts in `allocated` for a memref.global: the result
+ * aliases a constant and must be neither adopted nor freed. */
+#define MLIR_GLOBAL_MARKER ((uintptr_t)0xdeadbeef)
+
+const attn_entry_info *attn_find_entry(const attn_model_info *model,
+                                       const char *name) {
+  if (!model || !name)
+    return NULL;
+  for (int32_t i = 0; i < model->num_entries; ++i)
+    if (strcmp(model->entries[i].name, name) == 0)
+      return &model->entries[i];
+  return NULL;
+}
+
+int32_t attn_entry_num_inputs(const attn_entry_info *entry) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < entry->num_args; ++i)
+    n += entry->args[i].kind == ATTN_ARG_INPUT;
+  return n;
+}
+
+/* The symbolic name of dim d, "" when it has none (a NULL table too). */
+static const char *dim_name(const attn_tensor_info *t, int32_t d) {
+  return t->dim_names && t->dim_names[d] ? t->dim_names[d] : "";
+}
+
+const char *attn_format_type(char *buf, size_t n, const attn_tensor_info *t) {
+  size_t o = (size_t)snprintf(buf, n, "%s[",
+                              attn_dtype_name((attn_dtype)t->dtype));
+  for (int32_t d = 0; d < t->rank && o < n; ++d) {
+    const char *sep = d ? ", " : "";
+    if (t->shape[d] < 0)
+      o += (size_t)snprintf(buf + o, n - o, "%s%s", sep,
+                            dim_name(t, d)[0] ? dim_name(t, d) : "?");
+    else
+      o += (size_t)snprintf(buf + o, n - o, "%s%lld", sep,
+                            (long long)t->shape[d]);
+  }
+  if (o < n)
+    snprintf(buf + o, n - o, "]");
+  return buf;
+}
+
+/*===- Checking inputs ----------------------------------------------------===*/
+
+typedef struct binding {
+  const char *dim;  /* the symbolic name */
+  int64_t size;
+  const char *arg;  /* the argument that fixed it */
+} binding;
+
+attn_status attn_check_inputs(const attn_entry_info *entry,
+                              const attn_tensor *const *inputs,
+                              int32_t num_inputs, int32_t *bad_input) {
+  char want[256], got[256];
+  if (bad_input)
+    *bad_input = -1;
+  if (!entry)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL entry point");
+  int32_t expected = attn_entry_num_inputs(entry);
+  if (num_inputs != expected || (num_inputs && !inputs))
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "%s takes %d input tensors, got %d", entry->name,
+                     (int)expected, (int)num_inputs);
+  binding bindings[ATTN_MAX_RANK * 16];
+  int32_t num_bindings = 0;
+  int32_t k = 0;
+  for (int32_t a = 0; a < entry->num_args; ++a) {
+    const attn_tensor_info *info = &entry->args[a];
+    if (info->kind != ATTN_ARG_INPUT)
+      continue;
+    int32_t index = k++;
+    const attn_tensor *t = inputs[index];
+    if (bad_input)
+      *bad_input = index;
+    attn_format_type(want, sizeof want, info);
+    if (!t)
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "%s: argument '%s' is NULL", entry->name, info->name);
+    if (t->dtype != info->dtype)
+      return attn_fail(ATTN_ERR_MISMATCH,
+                       "%s: argument '%s' has dtype %s, expected %s",
+                       entry->name, info->name,
+                       attn_dtype_name((attn_dtype)t->dtype), want);
+    if (t->rank < 0 || t->rank > ATTN_MAX_RANK || attn_tensor_numel(t) < 0)
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "%s: argument '%s' has a bad rank or shape",
+                       entry->name, info->name);
+    attn_format_shape(got, sizeof got, t->rank, t->dims);
+    if (t->rank != info->rank)
+      return attn_fail(ATTN_ERR_MISMATCH,
+                       "%s: argument '%s' has rank %d (shape %s), expected "
+                       "rank %d (%s)",
+                       entry->name, info->name, (int)t->rank, got,
+                       (int)info->rank, want);
+    for (int32_t d = 0; d < t->rank; ++d) {
+      if (info->shape[d] >= 0) {
+        if (t->dims[d] != info->shape[d])
+          return attn_fail(ATTN_ERR_MISMATCH,
+                           "%s: argument '%s' has shape %s, expected %s "
+                           "(dim %d must be %lld)",
+                           entry->name, info->name, got, want, (int)d,
+                           (long long)info->shape[d]);
+        continue;
+      }
+      const char *dim = dim_name(info, d);
+      if (!dim[0])
+        continue; /* anonymous: any size */
+      int32_t b = 0;
+      while (b < num_bindings && strcmp(bindings[b].dim, dim) != 0)
+        ++b;
+      if (b == num_bindings) {
+        if (num_bindings < (int32_t)(sizeof bindings / sizeof bindings[0]))
+          bindings[num_bindings++] = (binding){dim, t->dims[d], info->name};
+        continue;
+      }
+      if (bindings[b].size != t->dims[d])
+        return attn_fail(ATTN_ERR_MISMATCH,
+                         "%s: argument '%s' has shape %s (%s = %lld) but "
+                         "argument '%s' has %s = %lld",
+                         entry->name, info->name, got, dim,
+                         (long long)t->dims[d], bindings[b].arg, dim,
+                         (long long)bindings[b].size);
+    }
+    if (attn_tensor_nbytes(t) > 0 && !t->data)
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "%s: argument '%s' has no data", entry->name,
+                       info->name);
+  }
+  if (bad_input)
+    *bad_input = -1;
+  return ATTN_OK;
+}
+
+/*===- Descriptors --------------------------------------------------------===*/
+
+static void fill_descriptor(int64_t *d, void *data, int32_t rank,
+                            const int64_t *dims) {
+  d[0] = (int64_t)(intptr_t)data;
+  d[1] = (int64_t)(intptr_t)data;
+  d[2] = 0;
+  int64_t stride = 1;
+  for (int32_t i = rank - 1; i >= 0; --i) {
+    d[3 + i] = dims[i];
+    d[3 + rank + i] = stride;
+    stride *= dims[i];
+  }
+}
+
+static void call(void (*fn)(void), void **a, int32_t n) {
+  switch (n) {
+  case 0: ((void (*)(void))fn)(); return;
+  case 1: ((void (*)(void *))fn)(a[0]); return;
+  case 2: ((void (*)(void *, void *))fn)(a[0], a[1]); return;
+  case 3: ((void (*)(void *, void *, void *))fn)(a[0], a[1], a[2]); return;
+  case 4: ((void (*)(void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3]); return;
+  case 5: ((void (*)(void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4]); return;
+  case 6: ((void (*)(void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5]); return;
+  case 7: ((void (*)(void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); return;
+  case 8: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); return;
+  case 9: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); return;
+  case 10: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]); return;
+  case 11: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]); return;
+  case 12: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]); return;
+  case 13: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12]); return;
+  case 14: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13]); return;
+  case 15: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14]); return;
+  case 16: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15]); return;
+  case 17: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16]); return;
+  case 18: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]); return;
+  case 19: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18]); return;
+  case 20: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19]); return;
+  case 21: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20]); return;
+  case 22: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21]); return;
+  case 23: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22]); return;
+  case 24: ((void (*)(void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *, void *))fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23]); return;
+  }
+}
+
+/* Copies a strided memref into contiguous row-major `dst`. */
+static void strided_copy(char *dst, const char *base, size_t elem,
+                         int32_t rank, const int64_t *sizes,
+                         const int64_t *strides, int64_t numel) {
+  int64_t idx[ATTN_MAX_RANK] = {0};
+  for (int64_t i = 0; i < numel; ++i) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < rank; ++d)
+      off += idx[d] * strides[d];
+    memcpy(dst + (size_t)i * elem, base + off * (int64_t)elem, elem);
+    for (int32_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < sizes[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+static int is_contiguous(int32_t rank, const int64_t *sizes,
+                         const int64_t *strides) {
+  int64_t expect = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    if (sizes[d] != 1 && strides[d] != expect)
+      return 0;
+    expect *= sizes[d];
+  }
+  return 1;
+}
+
+static int inside(uintptr_t p, const void *base, int64_t bytes) {
+  uintptr_t b = (uintptr_t)base;
+  return base && p >= b && p < b + (uintptr_t)bytes;
+}
+
+typedef struct result_state {
+  uintptr_t allocated;
+  int adopt;    /* the output takes `allocated` as its data */
+  int foreign;  /* `allocated` is not the result's own malloc'ed buffer */
+} result_state;
+
+/* Turns the result descriptors into tensors; frees what is not adopted. */
+static attn_status take_results(attn_ctx *ctx, const attn_entry_info *e,
+                                const attn_tensor *const *inputs,
+                                int32_t num_inputs, int64_t *slots,
+                                attn_tensor *outputs) {
+  const attn_model_info *m = ctx->model;
+  result_state rs[MAX_CALL_ARGS];
+  attn_tensor tmp[MAX_CALL_ARGS];
+  attn_status st = ATTN_OK;
+  char got[256], want[256];
+  memset(tmp, 0, sizeof tmp);
+  int64_t *d = slots;
+  for (int32_t r = 0; r < e->num_results; ++r) {
+    const attn_tensor_info *info = &e->results[r];
+    int32_t rank = info->rank;
+    const int64_t *sizes = d + 3, *strides = d + 3 + rank;
+    uintptr_t alloc = (uintptr_t)d[0];
+    rs[r].allocated = alloc;
+    rs[r].foreign = alloc == 0 || alloc == MLIR_GLOBAL_MARKER ||
+                    inside(alloc, ctx->params, m->num_param_elements * 4);
+    for (int32_t i = 0; i < num_inputs && !rs[r].foreign; ++i)
+      rs[r].foreign = inside(alloc, inputs[i]->data,
+                             attn_tensor_nbytes(inputs[i]));
+    for (int32_t q = 0; q < r && !rs[r].foreign; ++q)
+      rs[r].foreign = rs[q].adopt && rs[q].allocated == alloc;
+    int64_t numel = attn_numel(rank, sizes);
+    int ok_shape = numel >= 0;
+    for (int32_t k = 0; k < rank && ok_shape; ++k)
+      ok_shape = info->shape[k] < 0 || info->shape[k] == sizes[k];
+    if (!st && !ok_shape)
+      st = attn_fail(ATTN_ERR_MISMATCH,
+                     "%s: result %d has shape %s, expected %s (a bug in the "
+                     "compiled model)",
+                     e->name, (int)r,
+                     attn_format_shape(got, sizeof got, rank, sizes),
+                     attn_format_type(want, sizeof want, info));
+    rs[r].adopt = !st && !rs[r].foreign && numel > 0 && d[1] == d[0] &&
+                  d[2] == 0 && is_contiguous(rank, sizes, strides);
+    if (!st && rs[r].adopt) {
+      st = attn_tensor_view(&tmp[r], (attn_dtype)info->dtype, rank, sizes,
+                            (void *)alloc);
+      tmp[r].owned = 1;
+    } else if (!st) {
+      st = attn_tensor_alloc(&tmp[r], (attn_dtype)info->dtype, rank, sizes);
+      size_t elem = attn_dtype_size((attn_dtype)info->dtype);
+      if (!st && numel > 0)
+        strided_copy(tmp[r].data,
+                     (const char *)(uintptr_t)d[1] + d[2] * (int64_t)elem,
+                     elem, rank, sizes, strides, numel);
+    }
+    d += ATTN_DESCRIPTOR_SLOTS(rank);
+  }
+  /* Free each owned buffer no output adopted, once. */
+  for (int32_t r = 0; r < e->num_results; ++r) {
+    int keep = rs[r].foreign || rs[r].adopt;
+    for (int32_t q = 0; q < e->num_results && !keep; ++q)
+      keep = q != r && rs[q].allocated == rs[r].allocated &&
+             (rs[q].adopt || (q < r && !rs[q].foreign));
+    if (!keep)
+      free((void *)rs[r].allocated);
+  }
+  if (st) {
+    for (int32_t r = 0; r < e->num_results; ++r)
+      attn_tensor_release(&tmp[r]);
+    return st;
+  }
+  memcpy(outputs, tmp, sizeof(attn_tensor) * (size_t)e->num_results);
+  return ATTN_OK;
+}
+
+static attn_status run(attn_ctx *ctx, const char *entry_name,
+                       const attn_tensor *const *inputs, int32_t num_inputs,
+                       attn_tensor *outputs, int32_t num_outputs) {
+  const attn_model_info *m = ctx->model;
+  const attn_entry_info *e = attn_find_entry(m, entry_name);
+  if (!e)
+    return attn_fail(ATTN_ERR_NOT_FOUND, "model '%s' has no entry point '%s'",
+                     m->name, entry_name);
+  attn_status st = attn_check_inputs(e, inputs, num_inputs, NULL);
+  if (st)
+    return st;
+  if (num_outputs != e->num_results || (num_outputs && !outputs))
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "%s returns %d tensors, got room for %d", e->name,
+                     (int)e->num_results, (int)num_outputs);
+  int32_t num_ptrs = (e->num_results > 0) + e->num_args;
+  if (num_ptrs > MAX_CALL_ARGS || e->num_results > MAX_CALL_ARGS)
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "%s takes %d pointers; the runtime calls at most %d",
+                     e->name, (int)num_ptrs, MAX_CALL_ARGS);
+
+  size_t num_slots = 0;
+  for (int32_t r = 0; r < e->num_results; ++r)
+    num_slots += ATTN_DESCRIPTOR_SLOTS(e->results[r].rank);
+  size_t result_slots = num_slots;
+  for (int32_t a = 0; a < e->num_args; ++a)
+    num_slots += e->args[a].kind == ATTN_ARG_PARAMS
+                     ? ATTN_DESCRIPTOR_SLOTS(1)
+                     : ATTN_DESCRIPTOR_SLOTS(e->args[a].rank);
+  int64_t *slots = calloc(num_slots + 1, sizeof *slots);
+  if (!slots)
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
+
+  void *ptrs[MAX_CALL_ARGS];
+  int32_t p = 0;
+  if (e->num_results > 0)
+    ptrs[p++] = slots;
+  int64_t *d = slots + result_slots;
+  int32_t k = 0;
+  for (int32_t a = 0; a < e->num_args; ++a) {
+    const attn_tensor_info *info = &e->args[a];
+    ptrs[p++] = d;
+    if (info->kind == ATTN_ARG_PARAMS) {
+      int64_t n = m->num_param_elements;
+      fill_descriptor(d, ctx->params, 1, &n);
+      d += ATTN_DESCRIPTOR_SLOTS(1);
+    } else {
+      const attn_tensor *t = inputs[k++];
+      fill_descriptor(d, t->data, t->rank, t->dims);
+      d += ATTN_DESCRIPTOR_SLOTS(t->rank);
+    }
+  }
+
+  attn_pool *old = attn_pool_set_current(ctx->pool);
+  call(e->fn, ptrs, p);
+  attn_pool_set_current(old);
+
+  st = take_results(ctx, e, inputs, num_inputs, slots, outputs);
+  free(slots);
+  return st;
+}
+
+attn_status attn_run(attn_ctx *ctx, const char *entry_name,
+                     const attn_tensor *const *inputs, int32_t num_inputs,
+                     attn_tensor *outputs, int32_t num_outputs) {
+  if (!ctx || !entry_name)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL argument");
+  return attn_ctx_fail(
+      ctx, run(ctx, entry_name, inputs, num_inputs, outputs, num_outputs));
+}

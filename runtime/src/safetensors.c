@@ -1,0 +1,415 @@
+/*===- safetensors.c - Loading and saving weights as safetensors -----------===*
+ *
+ * The format (https://github.com/huggingface/safetensors): an 8-byte
+ * little-endian header length N, N bytes of JSON mapping each tensor name to
+ * {dtype, shape, data_offsets} relative to the data section, optional
+ * `__metadata__` (string to string), then the data section. Weight files come
+ * from other tools and from users, so loading checks the whole header against
+ * the model and the file size before touching the parameters.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "internal.h"
+
+/* The reference implementation's limit; real headers are kilobytes. */
+#define MAX_HEADER_BYTES 100000000ll
+
+static const char *st_dtype_name(attn_dtype dtype) {
+  switch (dtype) {
+  case ATTN_F32: return "F32";
+  case ATTN_BF16: return "BF16";
+  case ATTN_I32: return "I32";
+  case ATTN_I64: return "I64";
+  case ATTN_BOOL: return "BOOL";
+  }
+  return NULL;
+}
+
+/*===- Loading ------------------------------------------------------------===*/
+
+typedef struct span {
+  int64_t begin, end;
+  int32_t param;
+} span;
+
+static int by_begin(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  if (x->begin != y->begin)
+    return x->begin < y->begin ? -1 : 1;
+  return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* Reads a JSON array of non-negative integers into out[0..max); returns the
+ * count, or -1 if `v` is not such an array or is longer than max. */
+static int32_t int_array(const attn_json *v, int64_t *out, int32_t max) {
+  if (!v || v->kind != ATTN_JSON_ARRAY || v->count > max)
+    return -1;
+  int32_t n = 0;
+  for (const attn_json *c = v->child; c; c = c->next) {
+    if (c->kind != ATTN_JSON_NUMBER || !c->is_int || c->integer < 0)
+      return -1;
+    out[n++] = c->integer;
+  }
+  return n;
+}
+
+typedef struct loader {
+  attn_ctx *ctx;
+  const char *path;
+  int64_t data_size;
+  span *spans;       /* by parameter index; begin = -1 until seen */
+} loader;
+
+static attn_status check_metadata(const loader *L, const attn_json *meta) {
+  if (meta->kind != ATTN_JSON_OBJECT)
+    return attn_fail(ATTN_ERR_FORMAT, "%s: __metadata__ is not an object",
+                     L->path);
+  for (const attn_json *c = meta->child; c; c = c->next)
+    if (c->kind != ATTN_JSON_STRING) {
+      char q[256];
+      return attn_fail(ATTN_ERR_FORMAT,
+                       "%s: __metadata__ entry '%s' is not a string", L->path,
+                       attn_quote(q, sizeof q, c->key));
+    }
+  return ATTN_OK;
+}
+
+static attn_status check_tensor(loader *L, const attn_json *t) {
+  const attn_model_info *m = L->ctx->model;
+  const char *path = L->path;
+  char q[256], s1[256], s2[256];
+  attn_quote(q, sizeof q, t->key);
+  int32_t index = attn_find_param(m, t->key);
+  if (index < 0)
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "%s: tensor '%s' is not a parameter of model '%s'", path,
+                     q, m->name);
+  if (L->spans[index].begin >= 0)
+    return attn_fail(ATTN_ERR_FORMAT, "%s: tensor '%s' appears twice", path,
+                     q);
+  const attn_param_info *p = &m->params[index];
+  if (t->kind != ATTN_JSON_OBJECT)
+    return attn_fail(ATTN_ERR_FORMAT, "%s: tensor '%s' is not an object", path,
+                     q);
+  const attn_json *dtype = attn_json_get(t, "dtype");
+  const attn_json *shape = attn_json_get(t, "shape");
+  const attn_json *offsets = attn_json_get(t, "data_offsets");
+  if (!dtype || !shape || !offsets || t->count != 3)
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: tensor '%s' must have exactly the fields dtype, "
+                     "shape and data_offsets",
+                     path, q);
+  if (dtype->kind != ATTN_JSON_STRING)
+    return attn_fail(ATTN_ERR_FORMAT, "%s: tensor '%s' has a non-string dtype",
+                     path, q);
+  if (strcmp(dtype->string, "F32") != 0) {
+    char d[64];
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "%s: tensor '%s' has dtype %s, expected F32", path, q,
+                     attn_quote(d, sizeof d, dtype->string));
+  }
+  int64_t dims[ATTN_MAX_RANK + 1];
+  int32_t rank = int_array(shape, dims, ATTN_MAX_RANK);
+  if (rank < 0)
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: tensor '%s' has a shape that is not a list of at "
+                     "most %d non-negative integers",
+                     path, q, ATTN_MAX_RANK);
+  attn_format_shape(s2, sizeof s2, p->rank, p->shape);
+  int same = rank == p->rank;
+  for (int32_t i = 0; same && i < rank; ++i)
+    same = dims[i] == p->shape[i];
+  if (!same)
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "%s: tensor '%s' has shape %s, expected %s", path, q,
+                     attn_format_shape(s1, sizeof s1, rank, dims), s2);
+  int64_t be[2];
+  if (int_array(offsets, be, 2) != 2 || be[0] > be[1])
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: tensor '%s' has data_offsets that are not "
+                     "[begin, end] with 0 <= begin <= end",
+                     path, q);
+  if (be[1] > L->data_size)
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: tensor '%s' has data_offsets [%lld, %lld] outside "
+                     "the data section of %lld bytes (truncated file?)",
+                     path, q, (long long)be[0], (long long)be[1],
+                     (long long)L->data_size);
+  int64_t want = attn_param_numel(p) * 4;
+  if (be[1] - be[0] != want)
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: tensor '%s' has data_offsets [%lld, %lld] (%lld "
+                     "bytes) but F32%s needs %lld bytes",
+                     path, q, (long long)be[0], (long long)be[1],
+                     (long long)(be[1] - be[0]), s2, (long long)want);
+  L->spans[index].begin = be[0];
+  L->spans[index].end = be[1];
+  L->spans[index].param = index;
+  return ATTN_OK;
+}
+
+/* Every tensor is present, and the tensors tile the data section exactly:
+ * no overlap (two parameters sharing bytes) and no hole (as the reference
+ * implementation requires). */
+static attn_status check_layout(loader *L) {
+  const attn_model_info *m = L->ctx->model;
+  char q[256], q2[256];
+  for (int32_t i = 0; i < m->num_params; ++i)
+    if (L->spans[i].begin < 0)
+      return attn_fail(ATTN_ERR_MISMATCH,
+                       "%s: tensor '%s' is missing (a parameter of model "
+                       "'%s')",
+                       L->path, m->params[i].name, m->name);
+  span *sorted = malloc(sizeof(span) * (size_t)(m->num_params + 1));
+  if (!sorted)
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", L->path);
+  memcpy(sorted, L->spans, sizeof(span) * (size_t)m->num_params);
+  qsort(sorted, (size_t)m->num_params, sizeof(span), by_begin);
+  attn_status st = ATTN_OK;
+  int64_t covered = 0;
+  const span *prev = NULL;
+  for (int32_t i = 0; i < m->num_params && !st; ++i) {
+    const span *s = &sorted[i];
+    if (s->begin == s->end)
+      continue; /* an empty tensor occupies no bytes */
+    if (prev && s->begin < prev->end)
+      st = attn_fail(ATTN_ERR_FORMAT,
+                     "%s: tensor '%s' at [%lld, %lld] overlaps tensor '%s' "
+                     "at [%lld, %lld]",
+                     L->path, attn_quote(q, sizeof q, m->params[s->param].name),
+                     (long long)s->begin, (long long)s->end,
+                     attn_quote(q2, sizeof q2, m->params[prev->param].name),
+                     (long long)prev->begin, (long long)prev->end);
+    else if (s->begin != covered)
+      st = attn_fail(ATTN_ERR_FORMAT,
+                     "%s: bytes [%lld, %lld) of the data section belong to "
+                     "no tensor",
+                     L->path, (long long)covered, (long long)s->begin);
+    covered = s->end;
+    prev = s;
+  }
+  free(sorted);
+  if (!st && covered != L->data_size)
+    st = attn_fail(ATTN_ERR_FORMAT,
+                   "%s: bytes [%lld, %lld) of the data section belong to no "
+                   "tensor",
+                   L->path, (long long)covered, (long long)L->data_size);
+  return st;
+}
+
+static attn_status load(attn_ctx *ctx, const char *path) {
+  FILE *f;
+  int64_t size;
+  attn_status st = attn_file_open(path, &f, &size);
+  if (st)
+    return st;
+  unsigned char len8[8];
+  if (size < 8) {
+    fclose(f);
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: file is %lld bytes, too short for a safetensors "
+                     "header",
+                     path, (long long)size);
+  }
+  if ((st = attn_file_read(f, path, len8, 8))) {
+    fclose(f);
+    return st;
+  }
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | len8[i];
+  if (n > (uint64_t)(size - 8) || n > (uint64_t)MAX_HEADER_BYTES) {
+    fclose(f);
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: header length %llu exceeds the file size of %lld "
+                     "bytes (truncated or not a safetensors file?)",
+                     path, (unsigned long long)n, (long long)size);
+  }
+  char *header = malloc((size_t)n + 1);
+  if (!header) {
+    fclose(f);
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  if ((st = attn_file_read(f, path, header, (size_t)n))) {
+    free(header);
+    fclose(f);
+    return st;
+  }
+  char err[256];
+  attn_json *root = attn_json_parse(header, (size_t)n, err, sizeof err);
+  free(header);
+  if (!root) {
+    fclose(f);
+    return attn_fail(ATTN_ERR_FORMAT, "%s: bad JSON header: %s", path, err);
+  }
+  const attn_model_info *m = ctx->model;
+  loader L = {ctx, path, size - 8 - (int64_t)n, NULL};
+  L.spans = malloc(sizeof(span) * (size_t)(m->num_params + 1));
+  if (!L.spans) {
+    attn_json_free(root);
+    fclose(f);
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  for (int32_t i = 0; i < m->num_params; ++i)
+    L.spans[i].begin = L.spans[i].end = -1;
+  if (root->kind != ATTN_JSON_OBJECT)
+    st = attn_fail(ATTN_ERR_FORMAT, "%s: the JSON header is not an object",
+                   path);
+  int seen_meta = 0;
+  for (const attn_json *t = root->child; t && !st; t = t->next) {
+    if (strcmp(t->key, "__metadata__") == 0) {
+      st = seen_meta ? attn_fail(ATTN_ERR_FORMAT,
+                                 "%s: __metadata__ appears twice", path)
+                     : check_metadata(&L, t);
+      seen_meta = 1;
+    } else {
+      st = check_tensor(&L, t);
+    }
+  }
+  attn_json_free(root);
+  if (!st)
+    st = check_layout(&L);
+  /* Validated: from here on only an I/O error (or a file changed under us)
+   * can fail, and then the parameters are unspecified. */
+  int64_t base = 8 + (int64_t)n;
+  for (int32_t i = 0; i < m->num_params && !st; ++i) {
+    const attn_param_info *p = &m->params[i];
+    if (fseeko(f, (off_t)(base + L.spans[i].begin), SEEK_SET) != 0)
+      st = attn_fail(ATTN_ERR_IO, "%s: cannot seek to tensor '%s'", path,
+                     p->name);
+    else
+      st = attn_file_read(f, path, ctx->params + p->offset,
+                          (size_t)(L.spans[i].end - L.spans[i].begin));
+  }
+  free(L.spans);
+  fclose(f);
+  return st;
+}
+
+attn_status attn_load_safetensors(attn_ctx *ctx, const char *path) {
+  if (!ctx || !path)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL argument");
+  return attn_ctx_fail(ctx, load(ctx, path));
+}
+
+/*===- Saving -------------------------------------------------------------===*/
+
+attn_status attn_write_safetensors(const char *path, int32_t n,
+                                   const char *const *names,
+                                   const attn_tensor *const *tensors,
+                                   int32_t num_meta,
+                                   const char *const *meta_keys,
+                                   const char *const *meta_values) {
+  if (!path || n < 0 || num_meta < 0 || (n && (!names || !tensors)) ||
+      (num_meta && (!meta_keys || !meta_values)))
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "bad arguments");
+  for (int32_t i = 0; i < n; ++i) {
+    if (!names[i] || !tensors[i] || strcmp(names[i], "__metadata__") == 0)
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "%s: tensor %d has no name or a reserved name", path,
+                       (int)i);
+    if (!st_dtype_name((attn_dtype)tensors[i]->dtype) ||
+        attn_tensor_nbytes(tensors[i]) < 0)
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "%s: tensor '%s' has a bad dtype or shape", path,
+                       names[i]);
+    if (attn_tensor_nbytes(tensors[i]) > 0 && !tensors[i]->data)
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "%s: tensor '%s' has no data", path, names[i]);
+    for (int32_t j = 0; j < i; ++j)
+      if (strcmp(names[i], names[j]) == 0)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: tensor '%s' appears twice", path, names[i]);
+  }
+
+  attn_buf h = {0};
+  int ok = attn_buf_append(&h, "{", 1);
+  if (num_meta > 0) {
+    ok = ok && attn_buf_append(&h, "\"__metadata__\":{", 16);
+    for (int32_t i = 0; i < num_meta; ++i) {
+      ok = ok && (i == 0 || attn_buf_append(&h, ",", 1));
+      ok = ok && attn_buf_json_string(&h, meta_keys[i]);
+      ok = ok && attn_buf_append(&h, ":", 1);
+      ok = ok && attn_buf_json_string(&h, meta_values[i]);
+    }
+    ok = ok && attn_buf_append(&h, "}", 1);
+  }
+  int64_t offset = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const attn_tensor *t = tensors[i];
+    int64_t bytes = attn_tensor_nbytes(t);
+    ok = ok && (i == 0 && num_meta == 0 ? 1 : attn_buf_append(&h, ",", 1));
+    ok = ok && attn_buf_json_string(&h, names[i]);
+    ok = ok && attn_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[",
+                               st_dtype_name((attn_dtype)t->dtype));
+    for (int32_t d = 0; d < t->rank; ++d)
+      ok = ok && attn_buf_printf(&h, d ? ",%lld" : "%lld", (long long)t->dims[d]);
+    ok = ok && attn_buf_printf(&h, "],\"data_offsets\":[%lld,%lld]}",
+                               (long long)offset, (long long)(offset + bytes));
+    offset += bytes;
+  }
+  ok = ok && attn_buf_append(&h, "}", 1);
+  /* Pad with spaces so that the data section starts 8-byte aligned, as the
+   * reference implementation does. */
+  while (ok && (h.len % 8) != 0)
+    ok = attn_buf_append(&h, " ", 1);
+  if (!ok) {
+    attn_buf_free(&h);
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+
+  unsigned char len8[8];
+  for (int i = 0; i < 8; ++i)
+    len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
+  attn_atomic_file af;
+  attn_status st = attn_atomic_open(&af, path);
+  if (st) {
+    attn_buf_free(&h);
+    return st;
+  }
+  st = attn_atomic_write(&af, len8, 8);
+  if (!st)
+    st = attn_atomic_write(&af, h.data, h.len);
+  attn_buf_free(&h);
+  for (int32_t i = 0; i < n && !st; ++i)
+    st = attn_atomic_write(&af, tensors[i]->data,
+                           (size_t)attn_tensor_nbytes(tensors[i]));
+  if (st) {
+    attn_atomic_abort(&af);
+    return st;
+  }
+  return attn_atomic_commit(&af);
+}
+
+attn_status attn_save_safetensors(attn_ctx *ctx, const char *path) {
+  if (!ctx || !path)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL argument");
+  const attn_model_info *m = ctx->model;
+  size_t n = (size_t)m->num_params;
+  const char **names = malloc(sizeof *names * (n + 1));
+  attn_tensor *views = malloc(sizeof *views * (n + 1));
+  const attn_tensor **ptrs = malloc(sizeof *ptrs * (n + 1));
+  attn_status st = ATTN_OK;
+  if (!names || !views || !ptrs)
+    st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  for (size_t i = 0; i < n && !st; ++i) {
+    names[i] = m->params[i].name;
+    st = attn_ctx_param(ctx, (int32_t)i, &views[i]);
+    ptrs[i] = &views[i];
+  }
+  const char *keys[] = {"format", "model"};
+  const char *values[] = {"pt", m->name};
+  if (!st)
+    st = attn_write_safetensors(path, (int32_t)n, names, ptrs, 2, keys,
+                                values);
+  free(names);
+  free(views);
+  free(ptrs);
+  return attn_ctx_fail(ctx, st);
+}

@@ -1,0 +1,18 @@
+/*===- fake_model.h - A hand-written stand-in for a compiled model ---------===*
+ *
+ * Tests the runtime against the exact ABI attnc emits without needing the
+ * compiler: see fake_model.c.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTN_TEST_FAKE_MODEL_H
+#define ATTN_TEST_FAKE_MODEL_H
+
+#include "attn/abi.h"
+
+#define FAKE_VOCAB 16
+#define FAKE_DIM 4
+
+extern const attn_model_info fake_lm_model_info;
+
+#endif /* ATTN_TEST_FAKE_MODEL_H */

@@ -1,0 +1,67 @@
+//===- Linker.cpp - Linking standalone executables ------------------------===//
+//
+// Finds libattnrt next to attnc (build/lib or an install's lib/) and a C
+// compiler driver, links into a temporary file and renames it into place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Linker.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+
+namespace attn {
+
+/// The runtime library: $ATTN_RUNTIME_LIB, else ../lib/libattnrt.a relative
+/// to the attnc executable.
+static std::string findRuntimeLibrary() {
+  if (const char *path = std::getenv("ATTN_RUNTIME_LIB"))
+    return path;
+  static int anchor;
+  std::string exe = llvm::sys::fs::getMainExecutable("attnc", &anchor);
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(exe));
+  llvm::sys::path::append(path, "..", "lib", "libattnrt.a");
+  return std::string(path);
+}
+
+LogicalResult linkExecutable(llvm::StringRef objectPath,
+                             llvm::StringRef outputPath, std::string &error) {
+  std::string runtime = findRuntimeLibrary();
+  if (!llvm::sys::fs::exists(runtime)) {
+    error = "cannot find the runtime library " + runtime +
+            " (set ATTN_RUNTIME_LIB to its path)";
+    return failure();
+  }
+  llvm::ErrorOr<std::string> driver = std::error_code();
+  for (llvm::StringRef name : {"cc", "clang-22", "gcc", "clang"})
+    if ((driver = llvm::sys::findProgramByName(name)))
+      break;
+  if (!driver) {
+    error = "cannot find a C compiler driver (cc, clang-22, gcc) to link with";
+    return failure();
+  }
+  std::string temporary = (outputPath + ".attnc-tmp").str();
+  llvm::SmallVector<llvm::StringRef> args = {
+      *driver, objectPath, runtime, "-lm", "-lpthread", "-o", temporary};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0,
+                                         &message);
+  if (status != 0) {
+    llvm::sys::fs::remove(temporary);
+    error = "linking " + outputPath.str() + " failed" +
+            (message.empty() ? "" : ": " + message);
+    return failure();
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, outputPath)) {
+    llvm::sys::fs::remove(temporary);
+    error = "cannot write " + outputPath.str() + ": " + ec.message();
+    return failure();
+  }
+  return success();
+}
+
+} // namespace attn
