@@ -5,6 +5,10 @@ BUILD    ?= build
 LLVM_DIR ?= /usr/lib/llvm-22
 JOBS     ?= $(shell nproc)
 
+# `make fuzz`: its build directory and how long it runs.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 600
+
 # Debian 12 packages the build and the tests need.
 PACKAGES := llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 \
             lld-22 cmake ninja-build ccache libgtest-dev python3
@@ -17,7 +21,7 @@ CMAKE_FLAGS := -G Ninja \
   -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
   -DLLVM_USE_LINKER=lld
 
-.PHONY: all deps configure build test check-lit check-unit docs demo clean
+.PHONY: all deps configure build test check-lit check-unit docs demo fuzz clean
 
 all: build
 
@@ -66,6 +70,24 @@ demo: build
 	$(BUILD)/bin/attnc check models/char_gpt.tfm
 	$(BUILD)/bin/attnc emit models/char_gpt.tfm --stage params
 	$(BUILD)/bin/attnc emit models/char_gpt.tfm --stage attn-opt
+
+# libFuzzer, ASan and UBSan over the frontend and MLIRGen for FUZZ_SECONDS,
+# in its own build directory; see docs/Fuzzing.md. The corpus grows across
+# runs; crashing inputs land in $(FUZZ_BUILD)/artifacts. Runs in a fresh
+# directory holding only the test inputs a fuzzed `import` may read.
+$(FUZZ_BUILD)/build.ninja: | deps
+	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_FLAGS) -DATTN_ENABLE_FUZZER=ON \
+	  -DCMAKE_C_FLAGS=-g -DCMAKE_CXX_FLAGS=-g
+
+fuzz: deps $(FUZZ_BUILD)/build.ninja
+	cmake --build $(FUZZ_BUILD) --target attnc-fuzz -j $(JOBS)
+	rm -rf $(FUZZ_BUILD)/root
+	mkdir -p $(FUZZ_BUILD)/root $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/artifacts
+	cp -r test/Frontend/Inputs $(FUZZ_BUILD)/root/
+	cp models/*.tfm test/Frontend/*.tfm $(FUZZ_BUILD)/corpus/
+	cd $(FUZZ_BUILD)/root && ../bin/attnc-fuzz ../corpus \
+	  -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	  -rss_limit_mb=2048 -artifact_prefix=../artifacts/ -print_final_stats=1
 
 clean:
 	rm -rf $(BUILD)
