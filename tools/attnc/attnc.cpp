@@ -14,6 +14,7 @@
 #include "attn/Frontend/Frontend.h"
 #include "attn/InitAll.h"
 #include "attn/MLIRGen/MLIRGen.h"
+#include "attn/Target/HeaderEmitter.h"
 #include "attn/Target/ModelInfo.h"
 #include "attn/Target/ObjectEmitter.h"
 
@@ -77,6 +78,11 @@ Commands:
 Exit status: 0 on success, 1 on an error in the input, 2 on bad usage.
 )";
 
+int usageError(const llvm::Twine &message) {
+  llvm::errs() << "attnc: error: " << message << "\n";
+  return kUsageError;
+}
+
 /// Writes `text` to `path` only once everything succeeded, so a failed run
 /// never truncates the user's file ("-" or "" is standard output).
 int writeOutput(llvm::StringRef path, llvm::StringRef text) {
@@ -116,18 +122,20 @@ std::string printModule(ModuleOp module) {
 /// Lowers an attn module to optimised LLVM IR with its model metadata.
 std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
                                           llvm::LLVMContext &llvmContext,
-                                          const attn::CodegenOptions &options) {
+                                          const attn::CodegenOptions &options,
+                                          attn::ModelInfo &info) {
   if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnOpt,
                          context)))
     return nullptr;
-  FailureOr<attn::ModelInfo> info = attn::collectModelInfo(module);
-  if (failed(info))
+  FailureOr<attn::ModelInfo> collected = attn::collectModelInfo(module);
+  if (failed(collected))
     return nullptr;
-  info->target = options.target;
+  info = std::move(*collected);
+  info.target = options.target;
   if (failed(runPipeline(module, attn::Stage::AttnOpt, attn::Stage::LLVMMLIR,
                          context)))
     return nullptr;
-  return attn::translateToLLVMIR(module, *info, options, llvmContext);
+  return attn::translateToLLVMIR(module, info, options, llvmContext);
 }
 
 /// Writes the object (or assembly) of `module` to `path`.
@@ -162,8 +170,9 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
   }
   options.withMain = command == "build";
   llvm::LLVMContext llvmContext;
+  attn::ModelInfo info;
   std::unique_ptr<llvm::Module> llvmModule =
-      lowerToLLVM(module, context, llvmContext, options);
+      lowerToLLVM(module, context, llvmContext, options, info);
   if (!llvmModule)
     return kInputError;
   if (command == "emit" && stage == attn::Stage::LLVMIR) {
@@ -175,9 +184,21 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
   if (command == "emit")
     return writeMachineCode(*llvmModule, options, /*assembly=*/true,
                             outputFilename);
-  if (command == "compile")
-    return writeMachineCode(*llvmModule, options, /*assembly=*/false,
-                            outputFilename);
+  if (command == "compile") {
+    std::string header = headerFilename;
+    if (header.empty()) {
+      llvm::SmallString<128> path(outputFilename.getValue());
+      llvm::sys::path::replace_extension(path, "h");
+      header = std::string(path);
+    }
+    if (header == outputFilename)
+      return usageError("the header would overwrite the object " + header +
+                        "; give --header");
+    if (int status = writeMachineCode(*llvmModule, options, false,
+                                      outputFilename))
+      return status;
+    return writeOutput(header, attn::emitHeader(info, inputFilename));
+  }
   // build: an object in a temporary file, linked with the runtime.
   llvm::SmallString<128> objectPath;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("attnc", "o",
@@ -248,10 +269,6 @@ OwningOpRef<ModuleOp> loadModel(llvm::SourceMgr &sourceMgr,
   return module;
 }
 
-int usageError(const llvm::Twine &message) {
-  llvm::errs() << "attnc: error: " << message << "\n";
-  return kUsageError;
-}
 } // namespace
 
 int main(int argc, char **argv) {
