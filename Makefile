@@ -21,7 +21,7 @@ CMAKE_FLAGS := -G Ninja \
   -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
   -DLLVM_USE_LINKER=lld
 
-.PHONY: all deps configure build test check-lit check-unit docs demo fuzz clean
+.PHONY: all deps configure build test check-lit check-unit docs demo fuzz bench clean
 
 all: build
 
@@ -84,10 +84,20 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 	rm -rf $(FUZZ_BUILD)/root
 	mkdir -p $(FUZZ_BUILD)/root $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/artifacts
 	cp -r test/Frontend/Inputs $(FUZZ_BUILD)/root/
-	cp models/*.tfm test/Frontend/*.tfm $(FUZZ_BUILD)/corpus/
+	for f in models/*.tfm test/Frontend/*.tfm test/MLIRGen/*.tfm; do \
+	  cp "$$f" "$(FUZZ_BUILD)/corpus/seed-$$(echo "$$f" | tr / -)"; \
+	done
 	cd $(FUZZ_BUILD)/root && ../bin/attnc-fuzz ../corpus \
 	  -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 	  -rss_limit_mb=2048 -artifact_prefix=../artifacts/ -print_final_stats=1
+
+# Forward (and generate) tokens/s of char_gpt and gpt2_small, next to PyTorch
+# on the same weights when it imports; see tools/bench/bench.py. Needs numpy.
+BENCH_PYTHON ?= $(shell for p in /usr/bin/python3 python3; do \
+  $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
+
+bench: build
+	$(BENCH_PYTHON) tools/bench/bench.py --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

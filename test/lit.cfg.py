@@ -2,6 +2,8 @@
 # lit configuration of the attnc regression tests.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -9,7 +11,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "ATTN"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".tfm"]
+config.suffixes = [".mlir", ".tfm", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.attn_obj_root, "test")
@@ -20,6 +22,48 @@ config.substitutions.append(("%models", os.path.join(config.attn_src_root, "mode
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
-tools = ["attnc", "attnc-opt"]
+tools = ["attnc", "attnc-opt", "attn-ref"]
 llvm_config.add_tool_substitutions(tools, [config.attn_tools_dir])
-llvm_config.add_tool_substitutions(["split-file"], [config.llvm_tools_dir])
+llvm_config.add_tool_substitutions(["split-file", "llc", "mlir-translate"],
+                                  [config.llvm_tools_dir])
+
+# The PyTorch cross-checks (`REQUIRES: torch`) need a Python that imports
+# torch and numpy (Debian's python3-torch); the first python3 on PATH may be
+# another installation, so Debian's is tried too.
+def find_torch_python():
+    for name in ["python3", "/usr/bin/python3"]:
+        path = shutil.which(name)
+        if path and subprocess.run([path, "-c", "import torch, numpy"],
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL).returncode == 0:
+            return path
+    return None
+
+torch_python = find_torch_python()
+if torch_python:
+    config.available_features.add("torch")
+    config.substitutions.append(("%torch_python", torch_python))
+
+# numpy-only scripts (`REQUIRES: numpy`) run with %python, a Python that
+# imports numpy (Debian's python3-numpy), found as the torch one is.
+def find_numpy_python():
+    for name in ["/usr/bin/python3", "python3"]:
+        path = shutil.which(name)
+        if path and subprocess.run([path, "-c", "import numpy"],
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL).returncode == 0:
+            return path
+    return None
+
+numpy_python = find_numpy_python()
+if numpy_python:
+    config.available_features.add("numpy")
+    config.substitutions.append(("%python", numpy_python))
+
+# C programs linked against a compiled model and the runtime (test/Integration/c-api).
+config.substitutions.append(
+    ("%runtime_include", os.path.join(config.attn_src_root, "runtime", "include")))
+config.substitutions.append(
+    ("%attnrt_lib", os.path.join(config.attn_obj_root, "lib", "libattnrt.a")))
+config.substitutions.append(
+    ("%cc", shutil.which("clang-22") or shutil.which("cc") or "cc"))

@@ -160,6 +160,7 @@ void attn_ctx_destroy(attn_ctx *ctx) {
     return;
   attn_pool_destroy(ctx->pool);
   ctx->allocator.free(ctx->allocator.user, ctx->params);
+  free(ctx->kv_cache);
   free(ctx);
 }
 

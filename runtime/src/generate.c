@@ -19,23 +19,88 @@
  * this to run `prefill` once on the prompt and `decode_step` per new token,
  * and return ATTN_OK. ATTN_ERR_UNSUPPORTED makes attn_generate fall back to
  * `forward` on the whole sequence. */
+/* Runs one incremental entry point on `n` tokens of one sequence and samples
+ * the next token from the logits [1, V] it returns. */
+static attn_status step(attn_ctx *ctx, const char *entry, const int32_t *ids,
+                        int64_t n, attn_sampler *sampler, int32_t *token) {
+  int64_t dims[2] = {1, n};
+  attn_tensor tokens, logits;
+  attn_tensor_view(&tokens, ATTN_I32, 2, dims, (void *)(uintptr_t)ids);
+  const attn_tensor *in[1] = {&tokens};
+  attn_status st = attn_run(ctx, entry, in, 1, &logits, 1);
+  if (st)
+    return st;
+  if (logits.rank != 2 || logits.dims[0] != 1 || logits.dims[1] <= 0) {
+    char s[128];
+    st = attn_fail(ATTN_ERR_MISMATCH, "%s returned logits of shape %s", entry,
+                   attn_format_shape(s, sizeof s, logits.rank, logits.dims));
+  } else {
+    st = attn_sample(sampler, (const float *)logits.data, logits.dims[1],
+                     token);
+  }
+  attn_tensor_release(&logits);
+  return st;
+}
+
+/* With the model's prefill and decode_step: the prompt once, then one token
+ * per step against the key/value cache, n layer applications in all.
+ * ATTN_ERR_UNSUPPORTED when the model has no such entry points, or when a
+ * --context window asks for positions to be dropped (which the cache cannot
+ * do); generate_full then runs instead. */
 static attn_status generate_incremental(attn_ctx *ctx, const int32_t *prompt,
                                         int64_t prompt_len, int64_t num_new,
                                         const attn_generate_options *opts,
                                         attn_sampler *sampler,
                                         int32_t *new_ids,
                                         int64_t *num_generated) {
-  (void)prompt;
-  (void)prompt_len;
-  (void)num_new;
-  (void)opts;
-  (void)sampler;
-  (void)new_ids;
-  (void)num_generated;
-  if (!attn_find_entry(ctx->model, "prefill") ||
-      !attn_find_entry(ctx->model, "decode_step"))
+  const attn_model_info *m = ctx->model;
+  const attn_entry_info *prefill = attn_find_entry(m, "prefill");
+  if (!prefill || !attn_find_entry(m, "decode_step") ||
+      m->kv_cache_floats_per_position <= 0 ||
+      (opts->context > 0 && prompt_len + num_new > opts->context))
     return ATTN_ERR_UNSUPPORTED;
-  return ATTN_ERR_UNSUPPORTED; /* the ABI is not designed yet */
+  int64_t vocab = prefill->num_results == 1 && prefill->results[0].rank == 2
+                      ? prefill->results[0].shape[1]
+                      : -1;
+  for (int64_t i = 0; vocab > 0 && i < prompt_len; ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocab)
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "the prompt's token %d at position %lld is outside "
+                       "the vocabulary of model '%s' (%lld tokens)",
+                       (int)prompt[i], (long long)i, m->name,
+                       (long long)vocab);
+  const attn_tensor_info *tokens = NULL;
+  for (int32_t a = 0; a < prefill->num_args && !tokens; ++a)
+    if (prefill->args[a].kind == ATTN_ARG_INPUT)
+      tokens = &prefill->args[a];
+  if (tokens && tokens->max_shape && tokens->rank == 2 &&
+      tokens->max_shape[1] >= 0 && prompt_len + num_new > tokens->max_shape[1])
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "model '%s' reads at most %lld positions; the prompt "
+                     "(%lld) and the new tokens (%lld) need %lld (use "
+                     "--context %lld for a sliding window)",
+                     m->name, (long long)tokens->max_shape[1],
+                     (long long)prompt_len, (long long)num_new,
+                     (long long)(prompt_len + num_new),
+                     (long long)tokens->max_shape[1]);
+  if (num_new == 0)
+    return ATTN_OK;
+  attn_status st = attn_kv_cache_reset(ctx, 1, prompt_len + num_new);
+  if (st)
+    return st;
+  int32_t token;
+  if ((st = step(ctx, "prefill", prompt, prompt_len, sampler, &token)))
+    return st;
+  for (int64_t i = 0; i < num_new; ++i) {
+    new_ids[i] = token;
+    *num_generated = i + 1;
+    if ((opts->on_token && opts->on_token(opts->user, token)) ||
+        i + 1 == num_new)
+      break;
+    if ((st = step(ctx, "decode_step", &new_ids[i], 1, sampler, &token)))
+      return st;
+  }
+  return ATTN_OK;
 }
 
 /* Checks that `forward` is forward(tokens: i32[B, T]) -> f32[B, T, V]. */

@@ -139,6 +139,11 @@ struct attn_ctx {
   float *params;
   attn_allocator allocator;
   attn_pool *pool;
+  /* The key/value cache of the incremental entry points: kv_batch sequences
+   * of kv_state[1] positions, kv_state[0] of them filled. */
+  float *kv_cache;
+  int64_t kv_batch;
+  int64_t kv_state[2];
   char error[ATTN_ERROR_MAX];
 };
 

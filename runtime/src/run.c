@@ -68,6 +68,14 @@ typedef struct binding {
   const char *arg;  /* the argument that fixed it */
 } binding;
 
+/* Whether `e` keeps keys and values in the context's cache. */
+static int entry_has_kv_cache(const attn_entry_info *e) {
+  for (int32_t a = 0; a < e->num_args; ++a)
+    if (e->args[a].kind == ATTN_ARG_KV_CACHE)
+      return 1;
+  return 0;
+}
+
 attn_status attn_check_inputs(const attn_entry_info *entry,
                               const attn_tensor *const *inputs,
                               int32_t num_inputs, int32_t *bad_input) {
@@ -113,6 +121,16 @@ attn_status attn_check_inputs(const attn_entry_info *entry,
                        entry->name, info->name, (int)t->rank, got,
                        (int)info->rank, want);
     for (int32_t d = 0; d < t->rank; ++d) {
+      /* Entry points with a cache bound the positions cached plus these;
+       * check_kv_cache checks that. */
+      if (info->max_shape && info->max_shape[d] >= 0 &&
+          t->dims[d] > info->max_shape[d] && !entry_has_kv_cache(entry))
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: argument '%s' has shape %s, but the model "
+                         "allows at most %lld in dim %d%s%s",
+                         entry->name, info->name, got,
+                         (long long)info->max_shape[d], (int)d,
+                         dim_name(info, d)[0] ? " " : "", dim_name(info, d));
       if (info->shape[d] >= 0) {
         if (t->dims[d] != info->shape[d])
           return attn_fail(ATTN_ERR_MISMATCH,
@@ -140,6 +158,20 @@ attn_status attn_check_inputs(const attn_entry_info *entry,
                          entry->name, info->name, got, dim,
                          (long long)t->dims[d], bindings[b].arg, dim,
                          (long long)bindings[b].size);
+    }
+    if (info->id_limit > 0 && t->data &&
+        (t->dtype == ATTN_I32 || t->dtype == ATTN_I64)) {
+      int64_t count = attn_tensor_numel(t);
+      for (int64_t at = 0; at < count; ++at) {
+        int64_t id = t->dtype == ATTN_I32 ? ((const int32_t *)t->data)[at]
+                                          : ((const int64_t *)t->data)[at];
+        if (id < 0 || id >= info->id_limit)
+          return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                           "%s: argument '%s' holds %lld at flat index %lld; "
+                           "ids must be in [0, %lld)",
+                           entry->name, info->name, (long long)id,
+                           (long long)at, (long long)info->id_limit);
+      }
     }
     if (attn_tensor_nbytes(t) > 0 && !t->data)
       return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
@@ -306,6 +338,49 @@ static attn_status take_results(attn_ctx *ctx, const attn_entry_info *e,
   return ATTN_OK;
 }
 
+/* An incremental entry point appends its tokens ([B, T], the first input)
+ * to the cache: the cache must have been sized for B sequences and have
+ * room for T more positions. */
+static attn_status check_kv_cache(attn_ctx *ctx, const attn_entry_info *e,
+                                  const attn_tensor *const *inputs) {
+  if (!entry_has_kv_cache(e))
+    return ATTN_OK;
+  if (!ctx->kv_cache)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "%s: the key/value cache is not set up; call "
+                     "attn_kv_cache_reset first",
+                     e->name);
+  const attn_tensor *tokens = attn_entry_num_inputs(e) > 0 ? inputs[0] : NULL;
+  if (!tokens || tokens->rank < 2)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "%s: the first argument must be [B, T] tokens", e->name);
+  if (tokens->dims[0] != ctx->kv_batch)
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "%s: the key/value cache holds %lld sequences, got a "
+                     "batch of %lld",
+                     e->name, (long long)ctx->kv_batch,
+                     (long long)tokens->dims[0]);
+  const attn_tensor_info *info = NULL;
+  for (int32_t a = 0; a < e->num_args && !info; ++a)
+    if (e->args[a].kind == ATTN_ARG_INPUT)
+      info = &e->args[a];
+  if (info && info->max_shape && info->rank >= 2 && info->max_shape[1] >= 0 &&
+      ctx->kv_state[0] + tokens->dims[1] > info->max_shape[1])
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "%s: %lld cached positions and %lld new ones exceed the "
+                     "%lld positions model '%s' allows",
+                     e->name, (long long)ctx->kv_state[0],
+                     (long long)tokens->dims[1], (long long)info->max_shape[1],
+                     ctx->model->name);
+  if (tokens->dims[1] > ctx->kv_state[1] - ctx->kv_state[0])
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "%s: the key/value cache holds %lld of %lld positions; "
+                     "%lld more do not fit",
+                     e->name, (long long)ctx->kv_state[0],
+                     (long long)ctx->kv_state[1], (long long)tokens->dims[1]);
+  return ATTN_OK;
+}
+
 static attn_status run(attn_ctx *ctx, const char *entry_name,
                        const attn_tensor *const *inputs, int32_t num_inputs,
                        attn_tensor *outputs, int32_t num_outputs) {
@@ -316,6 +391,8 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
                      m->name, entry_name);
   attn_status st = attn_check_inputs(e, inputs, num_inputs, NULL);
   if (st)
+    return st;
+  if ((st = check_kv_cache(ctx, e, inputs)))
     return st;
   if (num_outputs != e->num_results || (num_outputs && !outputs))
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
@@ -351,6 +428,15 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
     if (info->kind == ATTN_ARG_PARAMS) {
       int64_t n = m->num_param_elements;
       fill_descriptor(d, ctx->params, 1, &n);
+      d += ATTN_DESCRIPTOR_SLOTS(1);
+    } else if (info->kind == ATTN_ARG_KV_CACHE) {
+      int64_t n = ctx->kv_batch * ctx->kv_state[1] *
+                  m->kv_cache_floats_per_position;
+      fill_descriptor(d, ctx->kv_cache, 1, &n);
+      d += ATTN_DESCRIPTOR_SLOTS(1);
+    } else if (info->kind == ATTN_ARG_KV_STATE) {
+      int64_t n = 2;
+      fill_descriptor(d, ctx->kv_state, 1, &n);
       d += ATTN_DESCRIPTOR_SLOTS(1);
     } else {
       const attn_tensor *t = inputs[k++];

@@ -165,29 +165,29 @@ static const int64_t n4_shape[] = {-1, FAKE_DIM};
 static const char *const n4_names[] = {"N", ""};
 static const int64_t table_shape[] = {FAKE_VOCAB * FAKE_DIM};
 
-#define PARAMS_ARG {"", ATTN_ARG_PARAMS, ATTN_F32, 1, params_shape, no_names}
+#define PARAMS_ARG {"", ATTN_ARG_PARAMS, ATTN_F32, 1, params_shape, no_names, NULL, 0}
 
 static const attn_tensor_info forward_args[] = {
     PARAMS_ARG,
-    {"tokens", ATTN_ARG_INPUT, ATTN_I32, 2, bt_shape, bt_names},
+    {"tokens", ATTN_ARG_INPUT, ATTN_I32, 2, bt_shape, bt_names, NULL, 0},
 };
 static const attn_tensor_info forward_results[] = {
-    {"", ATTN_ARG_INPUT, ATTN_F32, 3, btv_shape, btv_names},
+    {"", ATTN_ARG_INPUT, ATTN_F32, 3, btv_shape, btv_names, NULL, 0},
 };
 
 static const attn_tensor_info stats_args[] = {
-    {"x", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names},
+    {"x", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names, NULL, 0},
     PARAMS_ARG,
-    {"y", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names},
+    {"y", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names, NULL, 0},
 };
 static const attn_tensor_info stats_results_info[] = {
-    {"", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names},
-    {"", ATTN_ARG_INPUT, ATTN_F32, 0, NULL, NULL},
+    {"", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names, NULL, 0},
+    {"", ATTN_ARG_INPUT, ATTN_F32, 0, NULL, NULL, NULL, 0},
 };
 
 static const attn_tensor_info table_args[] = {PARAMS_ARG};
 static const attn_tensor_info table_results[] = {
-    {"", ATTN_ARG_INPUT, ATTN_F32, 1, table_shape, no_names},
+    {"", ATTN_ARG_INPUT, ATTN_F32, 1, table_shape, no_names, NULL, 0},
 };
 
 static const attn_entry_info entries[] = {
@@ -202,4 +202,5 @@ static const attn_entry_info entries[] = {
 const attn_model_info fake_lm_model_info = {
     ATTN_ABI_VERSION, "fake_lm", "x86-64-v3", FAKE_VOCAB * FAKE_DIM,
     1,                params,    3,           entries,
+    0, /* no key/value cache */
 };

@@ -50,7 +50,7 @@ static constexpr const char *kBufferName = "fuzz.tfm";
 static MLIRContext &getContext() {
   static MLIRContext *context = [] {
     DialectRegistry registry;
-    registerAllDialects(registry);
+    attn::registerAllDialects(registry);
     auto *context =
         new MLIRContext(registry, MLIRContext::Threading::DISABLED);
     context->loadAllAvailableDialects();

@@ -108,7 +108,9 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope timingScope = timing.getRootScope();
   pm.enableTiming(timingScope);
-  attn::buildAttnPipeline(pm, attn::PipelineOptions{to}, from);
+  attn::PipelineOptions options{to};
+  options.target = targetOption;
+  attn::buildAttnPipeline(pm, options, from);
   return pm.run(module);
 }
 

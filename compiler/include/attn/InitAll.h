@@ -13,7 +13,9 @@
 
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/IR/AttnDialect.h"
+#include "attn/Dialect/Transforms/Passes.h"
 #include "attn/Pipeline/Pipeline.h"
+#include "attn/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -37,6 +39,8 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
 inline void registerAllPasses() {
   mlir::registerAllPasses();
   registerAttnConversionPasses();
+  registerAttnTransformsPasses();
+  registerAttnCodegenPasses();
   registerAttnPipelines();
 }
 

@@ -628,7 +628,7 @@ EvalValue Elaborator::callBuiltinFunction(CallArgs &args, Frame &frame) {
     if (positions)
       return EvalValue::ofTensor(PositionsOp::create(
           builder, loc, RankedTensorType::get({length}, builder.getI32Type()),
-          n));
+          n, /*start=*/Value()));
     std::optional<int64_t> d = expectInt(*(*bound)[1], "the feature size");
     if (!d)
       return EvalValue::poison();
@@ -638,7 +638,7 @@ EvalValue Elaborator::callBuiltinFunction(CallArgs &args, Frame &frame) {
     }
     return EvalValue::ofTensor(SinusoidalOp::create(
         builder, loc, RankedTensorType::get({length, *d}, builder.getF32Type()),
-        n));
+        n, /*start=*/Value()));
   }
 
   if (name == "dropout") {

@@ -91,19 +91,22 @@ std::string mlirgen::formatNumber(double value) {
   return text;
 }
 
+std::string mlirgen::describeElementType(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isInteger(1))
+    return "bool";
+  std::string text;
+  llvm::raw_string_ostream(text) << type;
+  return text;
+}
+
 std::string mlirgen::describeType(RankedTensorType type) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  Type element = type.getElementType();
-  if (element.isF32())
-    os << "f32";
-  else if (element.isBF16())
-    os << "bf16";
-  else if (element.isInteger(1))
-    os << "bool";
-  else
-    os << element;
-  os << "[";
+  os << describeElementType(type.getElementType()) << "[";
   llvm::interleaveComma(type.getShape(), os, [&](int64_t d) {
     if (ShapedType::isDynamic(d))
       os << "?";

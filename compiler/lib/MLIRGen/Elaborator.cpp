@@ -23,6 +23,9 @@ using namespace attn::mlirgen;
 /// Nesting of fn calls beyond which elaboration stops: deeper than any real
 /// model, and a guard for the native stack.
 static constexpr size_t kMaxCallDepth = 200;
+/// Fn calls inlined in one compilation beyond which elaboration stops: real
+/// models inline hundreds.
+static constexpr uint64_t kMaxCalls = uint64_t(1) << 20;
 
 Elaborator::Elaborator(MLIRContext &context, ModuleOp module)
     : context(context), module(module), builder(&context) {}
@@ -262,7 +265,7 @@ void Elaborator::emitEntryPoint(const ast::FnDecl &fn) {
         elementType = builder.getI1Type();
       if (!fitsElementType(value, elementType)) {
         error(expr->getLoc()) << value.describe() << " does not fit in "
-                              << (elementType.isF32() ? "f32" : "i32")
+                              << describeElementType(elementType)
                               << ", the type an entry point returns it as";
         return discard();
       }
@@ -289,6 +292,14 @@ Elaborator::callFn(const ast::FnDecl &fn, Instance &instance, CallArgs &args) {
   }
   if (calling.size() >= kMaxCallDepth) {
     error(args.loc) << "calls are nested too deeply";
+    return std::nullopt;
+  }
+  if (++numCalls > kMaxCalls) {
+    // Reported once; every later call fails the same way.
+    if (numCalls == kMaxCalls + 1)
+      error(args.loc) << "more than " << kMaxCalls
+                      << " fn calls to inline; the model is too large to "
+                         "compile";
     return std::nullopt;
   }
   SmallVector<Formal> formals;
@@ -642,6 +653,20 @@ EvalValue Elaborator::evalCall(const ast::CallExpr &call, Frame &frame) {
                          << name << "(...)`) and call the member";
     return EvalValue::poison();
   }
+  std::string what;
+  if (auto it = instance.constants.find(name); it != instance.constants.end())
+    what = it->second.describe();
+  else if (instance.params.count(name))
+    what = "a parameter";
+  else if (instance.buffers.count(name))
+    what = "a buffer";
+  else if (frame.symbolicDims.count(name))
+    what = "the size " + name.str();
+  if (!what.empty()) {
+    error(call.getLoc()) << "'" << name << "' is " << what
+                         << ", which cannot be called";
+    return EvalValue::poison();
+  }
   error(call.getLoc()) << "undefined function '" << name << "'";
   return EvalValue::poison();
 }
@@ -743,9 +768,22 @@ EvalValue Elaborator::evalBinary(const ast::BinaryExpr &expr, Frame &frame) {
   if (other.isConstant() ? !fitsElementType(other, elementType)
                          : other.getTensorType().getElementType() !=
                                elementType) {
-    error(loc) << "operator '" << ast::getBinaryOpSpelling(op)
-               << "' combines " << lhs.describe() << " and " << rhs.describe()
-               << "; cast one of them first";
+    // A constant of the tensor's kind that is out of range cannot be fixed
+    // by a cast.
+    bool outOfRange =
+        other.isConstant() &&
+        (isa<FloatType>(elementType)
+             ? other.isNumber()
+             : other.getKind() == (elementType.isInteger(1)
+                                       ? EvalValue::Kind::Bool
+                                       : EvalValue::Kind::Int));
+    InFlightDiagnostic diag = error(loc);
+    diag << "operator '" << ast::getBinaryOpSpelling(op) << "' combines "
+         << lhs.describe() << " and " << rhs.describe();
+    if (outOfRange)
+      diag << ", which does not fit in " << describeElementType(elementType);
+    else
+      diag << "; cast one of them first";
     return EvalValue::poison();
   }
   Value a = lhs.isTensor() ? lhs.getValue() : materialize(lhs, elementType, loc);

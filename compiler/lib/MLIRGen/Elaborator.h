@@ -147,6 +147,8 @@ mlir::Type getElementType(mlir::Builder &builder, ast::ElementType type);
 
 /// Prints a tensor type as the model language writes it: f32[?, ?, 192].
 std::string describeType(mlir::RankedTensorType type);
+/// Prints an element type as the model language writes it: f32, bool.
+std::string describeElementType(mlir::Type type);
 
 /// Prints a number for a diagnostic as Python would: 0.1, 2.5, 1e-09.
 std::string formatNumber(double value);
@@ -287,8 +289,15 @@ public:
   /// error at `loc` and returns null.
   template <typename OpTy, typename... Args>
   OpTy tryCreate(mlir::Location loc, Args &&...args) {
+    static_assert(OpTy::template hasTrait<mlir::OpTrait::OneResult>(),
+                  "the placeholder below stands for exactly one result");
     mlir::OperationState state(loc, OpTy::getOperationName());
-    OpTy::build(builder, state, mlir::TypeRange{}, std::forward<Args>(args)...);
+    // The builder asserts that it gets one result type: a placeholder,
+    // replaced by the inferred type once the operands are in place.
+    mlir::Type placeholder = builder.getNoneType();
+    OpTy::build(builder, state, mlir::TypeRange(placeholder),
+                std::forward<Args>(args)...);
+    state.types.clear();
     llvm::SmallVector<mlir::Type> types;
     if (mlir::failed(OpTy::inferReturnTypes(
             builder.getContext(), loc, state.operands,
@@ -326,6 +335,11 @@ public:
   /// defined in terms of itself.
   std::vector<const ast::BufferDecl *> evaluatingBuffers;
   unsigned numErrors = 0;
+  /// Fn calls inlined and layers instantiated so far, to stop models that
+  /// would take unbounded time or memory (a call tree or stacks of stacks
+  /// that grow exponentially).
+  uint64_t numCalls = 0;
+  uint64_t numInstances = 0;
 };
 
 } // namespace mlirgen

@@ -20,6 +20,8 @@ using namespace attn::mlirgen;
 /// model cannot be compiled in reasonable memory anyway.
 static constexpr int64_t kMaxRepeat = 4096;
 static constexpr int64_t kMaxParamElements = int64_t(1) << 36;
+/// The most layer instances a model may have (stacks of stacks multiply).
+static constexpr uint64_t kMaxInstances = uint64_t(1) << 18;
 
 std::string Instance::qualify(llvm::StringRef name) const {
   if (path.empty())
@@ -142,13 +144,17 @@ evalStaticShape(Elaborator &elab, const ast::TypeExpr &type, Instance &instance,
     std::optional<int64_t> size = elab.expectInt(arg, what);
     if (!size)
       return std::nullopt;
-    if (*size <= 0 || *size > kMaxParamElements ||
-        (elements *= *size) > kMaxParamElements) {
-      elab.error(dim->getLoc())
-          << "size " << *size << " is not positive or makes the tensor "
-          << "too large";
+    if (*size <= 0) {
+      elab.error(dim->getLoc()) << what << " must be positive, got " << *size;
       return std::nullopt;
     }
+    if (*size > kMaxParamElements / elements) {
+      elab.error(dim->getLoc())
+          << "size " << *size << " makes the tensor too large; at most "
+          << kMaxParamElements << " elements are supported";
+      return std::nullopt;
+    }
+    elements *= *size;
     shape.push_back(*size);
   }
   return shape;
@@ -283,6 +289,14 @@ std::unique_ptr<Instance>
 Elaborator::instantiateLayer(const ast::CallExpr &call, std::string path,
                              Instance &scope) {
   llvm::StringRef name = call.getCalleeName();
+  if (++numInstances > kMaxInstances) {
+    // Reported once; every later instance fails the same way.
+    if (numInstances == kMaxInstances + 1)
+      error(call.getLoc()) << "more than " << kMaxInstances
+                           << " layer instances; the model is too large to "
+                              "compile";
+    return nullptr;
+  }
   Frame frame{&scope, {}, {}, /*constantOnly=*/true};
   CallArgs args = evalArgs(call, frame);
   if (args.hasPoison())
@@ -377,6 +391,15 @@ Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
     }
     return eps;
   };
+  // Each size is bounded, but a weight's rows times columns may not be.
+  auto fits = [&](int64_t rows, int64_t columns) {
+    if (rows <= kMaxParamElements / columns)
+      return true;
+    error(loc) << "a [" << rows << ", " << columns
+               << "] parameter is too large; at most " << kMaxParamElements
+               << " elements are supported";
+    return false;
+  };
 
   auto makeLinear = [&](Instance &owner, llvm::StringRef member, int64_t in,
                         int64_t out, bool bias, bool zeroBias) {
@@ -404,7 +427,7 @@ Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
     std::optional<int64_t> in = positive((*bound)[0], "in");
     std::optional<int64_t> out = positive((*bound)[1], "out");
     std::optional<bool> bias = optionalBool((*bound)[2], "bias", true);
-    if (!in || !out || !bias)
+    if (!in || !out || !bias || !fits(*out, *in))
       return nullptr;
     double limit = linearInitBound(*in);
     declareParam(*instance, "weight", {*out, *in}, InitKind::uniform,
@@ -421,7 +444,7 @@ Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
       return nullptr;
     std::optional<int64_t> n = positive((*bound)[0], "the number of rows");
     std::optional<int64_t> d = positive((*bound)[1], "the embedding size");
-    if (!n || !d)
+    if (!n || !d || !fits(*n, *d))
       return nullptr;
     instance->kind = LayerKind::Embedding;
     declareParam(*instance, "weight", {*n, *d}, InitKind::normal, {0.0, 1.0},
@@ -457,7 +480,7 @@ Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
     std::optional<int64_t> heads = positive((*bound)[1], "the head count");
     std::optional<bool> bias = optionalBool((*bound)[2], "bias", true);
     std::optional<double> p = rate((*bound)[3]);
-    if (!d || !heads || !bias || !p)
+    if (!d || !heads || !bias || !p || !fits(3 * *d, *d))
       return nullptr;
     if (*d % *heads != 0) {
       error((*bound)[1]->loc) << "the model size " << *d
@@ -494,7 +517,7 @@ Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
       activation = expectWord(*(*bound)[2], "the activation",
                               {"relu", "gelu", "gelu_tanh", "silu", "tanh",
                                "sigmoid"});
-    if (!d || !hidden || !p || !activation)
+    if (!d || !hidden || !p || !activation || !fits(*hidden, *d))
       return nullptr;
     instance->kind = LayerKind::FeedForward;
     instance->features = *d;

@@ -9,6 +9,8 @@
 #include "attn/Pipeline/Pipeline.h"
 
 #include "attn/Conversion/Passes.h"
+#include "attn/Dialect/Transforms/Passes.h"
+#include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -16,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -70,10 +73,17 @@ bool isStageImplemented(Stage stage) { return stage <= Stage::Asm; }
 
 /// attn-opt to loops: parameters bound, attn lowered to linalg on tensors,
 /// bufferised (results allocated with malloc, temporaries freed), loops.
-static void buildLoopsPipeline(OpPassManager &pm) {
+static void buildLoopsPipeline(OpPassManager &pm,
+                               const VectorTarget &target) {
   pm.addPass(createAttnBindParams());
+  pm.addPass(createAttnBindKVCache());
   pm.addPass(createAttnFinalizeEntryPoints());
   pm.addPass(createConvertAttnToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Chains of element-wise generics (a linear's epilogue and the residual
+  // add, layer norm's centring and squaring) become one generic each.
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -84,17 +94,45 @@ static void buildLoopsPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  // Code generation on buffers: matrix products as packed, register-tiled
+  // vector loops; every other linalg op tiled along its innermost loop and
+  // vectorised; what is left becomes scalar loops.
+  pm.addNestedPass<func::FuncOp>(createReuseBuffersPass());
+  pm.addPass(createMatmulToVectorPass(target));
+  pm.addNestedPass<func::FuncOp>(createVectorizeLinalgPass(target));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Polynomial exp/tanh/erf, then the vector ops down to 1-D.
+  pm.addNestedPass<func::FuncOp>(createMathApproximationPass());
+  pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMaskPass());
+  pm.addNestedPass<func::FuncOp>(createLowerVectorPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
 
 /// loops to the LLVM dialect, with a C interface per entry point.
 static void buildLLVMPipeline(OpPassManager &pm) {
+  // Transfers of rank > 1 (edge blocks of the packing) become 1-D ones.
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   pm.addPass(createSCFToControlFlowPass());
+  pm.addNestedPass<func::FuncOp>(createLowerDynamicReshapesPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // Reductions reassociate (a tree of vector adds, not a serial chain).
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.reassociateFPReductions = true;
+  vectorToLLVM.vectorTransposeLowering =
+      vector::VectorTransposeLowering::Shuffle16x16;
+  vectorToLLVM.vectorContractLowering =
+      vector::VectorContractLowering::OuterProduct;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  // aligned_alloc: allocated == aligned, so the runtime adopts results
+  // without copying them (runtime/include/attn/abi.h).
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   // Math with an LLVM intrinsic first; what is left (erf) calls libm.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
@@ -102,6 +140,7 @@ static void buildLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass()); // the vectoriser's ub.poison
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -115,9 +154,11 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
   if (runs(Stage::AttnOpt)) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    pm.addPass(createAttnIncrementalDecoding());
+    pm.addPass(createCanonicalizerPass());
   }
   if (runs(Stage::Loops))
-    buildLoopsPipeline(pm);
+    buildLoopsPipeline(pm, vectorTargetFor(options.target));
   if (runs(Stage::LLVMMLIR))
     buildLLVMPipeline(pm);
 }
@@ -132,7 +173,9 @@ void registerAttnPipelines() {
   PassPipelineRegistration<>(
       "attn-opt-to-loops",
       "Runs the attnc pipeline from the attn-opt stage to the loops stage",
-      [](OpPassManager &pm) { buildLoopsPipeline(pm); });
+      [](OpPassManager &pm) {
+        buildLoopsPipeline(pm, vectorTargetFor("host"));
+      });
   PassPipelineRegistration<>(
       "attn-loops-to-llvm",
       "Runs the attnc pipeline from the loops stage to the llvm-mlir stage",

@@ -52,6 +52,40 @@ static FailureOr<TensorInfo> describe(Location loc, Type type,
   return info;
 }
 
+/// What the arguments of `func` may hold, from the tables they index: ids
+/// passed to a gather are rows of its table, and a dim whose size is the
+/// length of `positions(...)` looked up in a table of N rows is at most N.
+static void collectDimBounds(func::FuncOp func,
+                             std::vector<TensorInfo> &args,
+                             unsigned firstInput) {
+  func.walk([&](GatherOp gather) {
+    auto table = cast<RankedTensorType>(gather.getTable().getType());
+    if (table.isDynamicDim(0))
+      return;
+    // Ids passed in are rows of the table.
+    if (auto ids = dyn_cast<BlockArgument>(gather.getIds());
+        ids && ids.getOwner() == &func.front()) {
+      int64_t &limit = args[firstInput + ids.getArgNumber()].idLimit;
+      limit = limit ? std::min(limit, table.getDimSize(0)) : table.getDimSize(0);
+      return;
+    }
+    auto positions = gather.getIds().getDefiningOp<PositionsOp>();
+    if (!positions)
+      return;
+    auto dim = positions.getLength().getDefiningOp<DimOp>();
+    auto arg = dim ? dyn_cast<BlockArgument>(dim.getInput()) : nullptr;
+    if (!arg || arg.getOwner() != &func.front())
+      return;
+    TensorInfo &info = args[firstInput + arg.getArgNumber()];
+    int64_t axis = dim.getAxis();
+    if (info.maxShape.empty())
+      info.maxShape.assign(info.shape.size(), -1);
+    int64_t &bound = info.maxShape[axis];
+    bound = bound < 0 ? table.getDimSize(0)
+                      : std::min(bound, table.getDimSize(0));
+  });
+}
+
 FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
   ModelInfo info;
   if (auto name = module->getAttrOfType<StringAttr>("attn.model"))
@@ -94,6 +128,29 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
       if (failed(arg))
         return failure();
       entry.args.push_back(std::move(*arg));
+    }
+    collectDimBounds(func, entry.args, /*firstInput=*/1);
+    // The cache arguments `attn-bind-kv-cache` adds after the inputs.
+    int64_t perPosition = 0;
+    if (func.walk([](KVCacheAppendOp) { return WalkResult::interrupt(); })
+            .wasInterrupted()) {
+      if (failed(computeKVCacheLayout(func, perPosition)))
+        return failure();
+      info.kvCacheFloatsPerPosition =
+          std::max(info.kvCacheFloatsPerPosition, perPosition);
+      TensorInfo cache;
+      cache.name = "kv_cache";
+      cache.kind = 2;
+      cache.shape = {-1};
+      cache.dimNames = {""};
+      TensorInfo state;
+      state.name = "kv_state";
+      state.kind = 3;
+      state.dtype = 3;
+      state.shape = {2};
+      state.dimNames = {""};
+      entry.args.push_back(cache);
+      entry.args.push_back(state);
     }
     for (Type type : func.getResultTypes()) {
       FailureOr<TensorInfo> result = describe(func.getLoc(), type, "", {});

@@ -28,7 +28,7 @@ using namespace mlir;
 namespace attn {
 
 /// Must match ATTN_ABI_VERSION in runtime/include/attn/abi.h.
-static constexpr int kAbiVersion = 1;
+static constexpr int kAbiVersion = 2;
 
 bool isKnownTarget(llvm::StringRef target) {
   return target == "host" || target == "x86-64-v3" || target == "x86-64-v4";
@@ -117,9 +117,11 @@ public:
     return array(ptr, constants, ".attn.names");
   }
 
-  // attn_tensor_info { name, kind, dtype, rank, shape, dim_names }
+  // attn_tensor_info { name, kind, dtype, rank, shape, dim_names,
+  //                    max_shape, id_limit }
   llvm::StructType *tensorType() {
-    return llvm::StructType::get(context, {ptr, i32, i32, i32, ptr, ptr});
+    return llvm::StructType::get(context,
+                                 {ptr, i32, i32, i32, ptr, ptr, ptr, i64});
   }
   llvm::Constant *tensor(const TensorInfo &t) {
     return llvm::ConstantStruct::get(
@@ -127,7 +129,8 @@ public:
         {string(t.name), llvm::ConstantInt::get(i32, t.kind),
          llvm::ConstantInt::get(i32, t.dtype),
          llvm::ConstantInt::get(i32, t.shape.size()), int64Array(t.shape),
-         stringArray(t.dimNames)});
+         stringArray(t.dimNames), int64Array(t.maxShape),
+         llvm::ConstantInt::get(i64, t.idLimit)});
   }
   llvm::Constant *tensors(llvm::ArrayRef<TensorInfo> list) {
     llvm::SmallVector<llvm::Constant *> values;
@@ -156,10 +159,11 @@ public:
   }
 
   // attn_model_info { abi_version, name, target, num_param_elements,
-  //                   num_params, params, num_entries, entries }
+  //                   num_params, params, num_entries, entries,
+  //                   kv_cache_floats_per_position }
   llvm::StructType *modelType() {
     return llvm::StructType::get(context,
-                                 {i32, ptr, ptr, i64, i32, ptr, i32, ptr});
+                                 {i32, ptr, ptr, i64, i32, ptr, i32, ptr, i64});
   }
 
   llvm::Module &module;
@@ -196,7 +200,8 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
        llvm::ConstantInt::get(b.i32, info.params.size()),
        b.array(b.paramType(), params, ".attn.params"),
        llvm::ConstantInt::get(b.i32, info.entries.size()),
-       b.array(b.entryType(), entries, ".attn.entries")});
+       b.array(b.entryType(), entries, ".attn.entries"),
+       llvm::ConstantInt::get(b.i64, info.kvCacheFloatsPerPosition)});
   auto *global = new llvm::GlobalVariable(
       module, b.modelType(), true, llvm::GlobalValue::ExternalLinkage, model,
       info.name + "_model_info");
@@ -237,6 +242,12 @@ translateToLLVMIR(ModuleOp module, const ModelInfo &info,
   llvmModule->setTargetTriple(machine->getTargetTriple());
   if (failed(addModelInfo(*llvmModule, info, options, module.getLoc())))
     return nullptr;
+  // The runtime reaches the generated code only through NAME_model_info, so
+  // everything else is internal: objects of several models link into one
+  // program without clashing (each has its own `forward`).
+  for (llvm::Function &fn : *llvmModule)
+    if (!fn.isDeclaration() && fn.getName() != "main")
+      fn.setLinkage(llvm::GlobalValue::InternalLinkage);
   auto optimize =
       makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0, machine.get());
   if (llvm::Error err = optimize(llvmModule.get())) {

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 1
+#define ATTN_ABI_VERSION 2
 
 /* Element types of tensors. */
 typedef enum attn_dtype {
@@ -60,8 +60,13 @@ typedef struct attn_param_info {
 
 /* What an argument of an entry point's C interface is. */
 typedef enum attn_arg_kind {
-  ATTN_ARG_PARAMS = 0, /* the parameter buffer, as a rank-1 f32 memref */
-  ATTN_ARG_INPUT = 1   /* a tensor the caller passes (an fn argument) */
+  ATTN_ARG_PARAMS = 0,   /* the parameter buffer, as a rank-1 f32 memref */
+  ATTN_ARG_INPUT = 1,    /* a tensor the caller passes (an fn argument) */
+  ATTN_ARG_KV_CACHE = 2, /* the context's key/value cache, a rank-1 f32
+                            memref of batch * capacity *
+                            kv_cache_floats_per_position floats */
+  ATTN_ARG_KV_STATE = 3  /* a rank-1 i64 memref of 2: the positions cached
+                            (the entry point advances it) and the capacity */
 } attn_arg_kind;
 
 /* One tensor an entry point takes or returns. */
@@ -72,6 +77,13 @@ typedef struct attn_tensor_info {
   int32_t rank;
   const int64_t *shape;   /* -1 for a size chosen at run time */
   const char *const *dim_names; /* the symbolic name of each -1 dim, else "" */
+  const int64_t *max_shape; /* per dim, the largest size the model allows
+                               (-1: any), e.g. T <= the rows of a position
+                               table; NULL when no dim is bounded. For an
+                               entry point with a key/value cache the bound
+                               is on the positions cached plus the new ones */
+  int64_t id_limit;       /* for integer ids looked up in a table: every
+                             value must be in [0, id_limit); 0: unchecked */
 } attn_tensor_info;
 
 /* An entry point: `fn` is `void _mlir_ciface_NAME(results, arg0, arg1, ...)`
@@ -99,6 +111,9 @@ typedef struct attn_model_info {
   const attn_param_info *params;
   int32_t num_entries;
   const attn_entry_info *entries;
+  /* Floats one position of one sequence takes in the key/value cache of the
+   * incremental entry points (prefill, decode_step); 0 without them. */
+  int64_t kv_cache_floats_per_position;
 } attn_model_info;
 
 /* The MLIR memref descriptor of a rank-r memref, as int64-sized slots:

@@ -303,6 +303,16 @@ attn_status attn_sample(attn_sampler *s, const float *logits, int64_t vocab,
  * Calling entry points
  *===----------------------------------------------------------------------===*/
 
+/* Empties the context's key/value cache and sizes it for `batch` sequences
+ * of up to `capacity` positions, for the incremental entry points (prefill,
+ * decode_step) of a model that has them; each call of one of them appends
+ * its tokens to the cache. Fails for a model without a cache. */
+attn_status attn_kv_cache_reset(attn_ctx *ctx, int64_t batch,
+                                int64_t capacity);
+
+/* The number of positions the context's key/value cache holds. */
+int64_t attn_kv_cache_length(const attn_ctx *ctx);
+
 /* The entry point called `name`, or NULL. */
 const attn_entry_info *attn_find_entry(const attn_model_info *model,
                                        const char *name);

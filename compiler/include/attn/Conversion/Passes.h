@@ -11,6 +11,9 @@
 #include "attn/Dialect/IR/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -37,6 +40,20 @@ struct ParamSlot {
 /// generated code may load any parameter with aligned vector loads.
 llvm::SmallVector<ParamSlot> computeParamLayout(mlir::ModuleOp module,
                                                 int64_t &numElements);
+
+/// One slot of the key/value cache: per position and batch row, `heads *
+/// (keyDim + valueDim)` floats starting at `offset` floats per position.
+struct KVCacheSlot {
+  KVCacheAppendOp append;
+  int64_t heads, keyDim, valueDim;
+  int64_t offset; // floats per position before this slot
+};
+
+/// The cache slots of `func` in slot order, and the floats one position of
+/// one batch row takes in all of them. Fails on a slot whose head count or
+/// head sizes are not static.
+mlir::FailureOr<llvm::SmallVector<KVCacheSlot>>
+computeKVCacheLayout(mlir::func::FuncOp func, int64_t &floatsPerPosition);
 
 /// Adds the patterns lowering every attn op used inside functions.
 void populateAttnToLinalgPatterns(mlir::RewritePatternSet &patterns);

@@ -23,6 +23,25 @@ def AttnBindParams : Pass<"attn-bind-params", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def AttnBindKVCache : Pass<"attn-bind-kv-cache", "::mlir::ModuleOp"> {
+  let summary = "Keeps the key/value cache in buffers the runtime passes in";
+  let description = [{
+    Input: a module after `attn-bind-params`. Each function using
+    `attn.kv_cache_append` or `attn.kv_cache_length` takes two more
+    arguments: `%cache: memref<?xf32>`, the cache of the model context, and
+    `%state: memref<2xi64>`, holding the number of positions cached and the
+    capacity in positions. Slot `s` of a batch of `B` is a `[B, H, cap, D]`
+    key block then a `[B, H, cap, Dv]` value block, the slots one after the
+    other (`attn::computeKVCacheLayout`). An append writes the new keys and
+    values at position `len` and reads the first `len + t` positions back;
+    the function ends by storing `len + t` into the state.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Lowers attn ops to linalg, tensor, arith, math and scf";
   let description = [{

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
+#include <string>
 
 namespace attn {
 
@@ -44,6 +45,9 @@ bool isStageImplemented(Stage stage);
 struct PipelineOptions {
   /// The last stage to run; the module is left in that stage's form.
   Stage lastStage = Stage::AttnOpt;
+  /// The code generation target (`attnc --target`): sets the vector width
+  /// that tile sizes follow.
+  std::string target = "host";
 };
 
 /// Adds to `pm` the passes that take a module in stage `from` (by default a

@@ -23,6 +23,10 @@ struct TensorInfo {
   int dtype = 0; // attn_dtype
   std::vector<int64_t> shape; // -1 for a run-time size
   std::vector<std::string> dimNames;
+  /// Per dim, the largest size the model allows; -1 for any (empty: none).
+  std::vector<int64_t> maxShape;
+  /// Ids looked up in a table must be in [0, idLimit); 0 when unchecked.
+  int64_t idLimit = 0;
 };
 
 struct ParamInfo {
@@ -45,6 +49,7 @@ struct ModelInfo {
   int64_t numParamElements = 0;
   std::vector<ParamInfo> params;
   std::vector<EntryInfo> entries;
+  int64_t kvCacheFloatsPerPosition = 0;
 };
 
 /// Reads the model description off an attn module (before

@@ -1,8 +1,11 @@
 //===- Contraction.cpp - Lowering products and reductions -----------------===//
 //
-// Matrix products (batched, broadcast), linear layers with their epilogue,
-// and sum/mean/max reductions including the masked mean, as contractions
-// and reductions in `linalg.generic` form.
+// Matrix products and linear layers as `linalg.matmul` on 2-D operands
+// (leading dims collapsed into rows; a linear's W[out, in] or a transposed
+// right-hand side read through the matmul's indexing maps, never copied),
+// with the linear's epilogue element-wise after it; batched and broadcast
+// products as contractions in `linalg.generic` form; sum/mean/max reductions
+// including the masked mean.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,90 @@ Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value acc) {
   return arith::AddFOp::create(b, loc, acc, arith::MulFOp::create(b, loc, x, y));
 }
 
+/// `x` [d0, ..., dn-2, k] as a matrix [d0 * ... * dn-2, k]; a vector [k] as
+/// the row [1, k].
+Value asMatrix(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return x;
+  if (rank == 1) {
+    auto rowType = RankedTensorType::get({1, type.getDimSize(0)},
+                                         type.getElementType());
+    return tensor::ExpandShapeOp::create(
+        b, loc, rowType, x, {ReassociationIndices{0, 1}},
+        {b.getIndexAttr(1), tensor::getMixedSize(b, loc, x, 0)});
+  }
+  ReassociationIndices rows;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rows.push_back(d);
+  return tensor::CollapseShapeOp::create(
+      b, loc, x, {rows, ReassociationIndices{rank - 1}});
+}
+
+/// The matrix `y` [M, n] in `type` [d0, ..., n] of sizes `sizes` (the inverse
+/// of asMatrix).
+Value fromMatrix(OpBuilder &b, Location loc, Value y, RankedTensorType type,
+                 ArrayRef<OpFoldResult> sizes) {
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return y;
+  if (rank == 1)
+    return tensor::CollapseShapeOp::create(b, loc, type, y,
+                                           {ReassociationIndices{0, 1}});
+  ReassociationIndices rows;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rows.push_back(d);
+  return tensor::ExpandShapeOp::create(
+      b, loc, type, y, {rows, ReassociationIndices{rank - 1}}, sizes);
+}
+
+/// `a` [M, K] times `rhs` [K, N], or times `rhs`^T when `rhs` is [N, K]
+/// (`transposed`): a `linalg.matmul` into zeros, the transposition in its
+/// indexing maps.
+Value matmul2D(OpBuilder &b, Location loc, Value a, Value rhs,
+               bool transposed) {
+  MLIRContext *context = b.getContext();
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto rType = cast<RankedTensorType>(rhs.getType());
+  int64_t nDim = transposed ? 0 : 1;
+  auto type = RankedTensorType::get(
+      {aType.getDimSize(0), rType.getDimSize(nDim)}, aType.getElementType());
+  Value init = filledTensor(
+      b, loc, type,
+      {tensor::getMixedSize(b, loc, a, 0),
+       tensor::getMixedSize(b, loc, rhs, nDim)},
+      b.getFloatAttr(type.getElementType(), 0));
+  auto matmul = linalg::MatmulOp::create(b, loc, TypeRange{type},
+                                         ValueRange{a, rhs}, ValueRange{init});
+  if (transposed) {
+    AffineExpr m = getAffineDimExpr(0, context), n = getAffineDimExpr(1, context),
+               k = getAffineDimExpr(2, context);
+    matmul.setIndexingMapsAttr(b.getAffineMapArrayAttr(
+        {AffineMap::get(3, 0, {m, k}, context),
+         AffineMap::get(3, 0, {n, k}, context),
+         AffineMap::get(3, 0, {m, n}, context)}));
+  }
+  return matmul.getResult(0);
+}
+
+/// The 2-D matrix whose transpose `rhs` is, when `rhs` is a [1, 0]
+/// transposition (attn's, or linalg's once lowered, under tensor.cast).
+Value transposedSource(Value rhs, ConversionPatternRewriter &rewriter) {
+  while (auto cast = rhs.getDefiningOp<tensor::CastOp>())
+    rhs = cast.getSource();
+  if (auto t = rhs.getDefiningOp<linalg::TransposeOp>()) {
+    if (t.getPermutation() == ArrayRef<int64_t>{1, 0})
+      return t.getInput();
+    return nullptr;
+  }
+  if (auto t = rhs.getDefiningOp<TransposeOp>()) {
+    if (t.getPermutation() == ArrayRef<int64_t>{1, 0})
+      return rewriter.getRemappedValue(t.getInput());
+  }
+  return nullptr;
+}
+
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -31,6 +118,25 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     auto lType = cast<RankedTensorType>(lhs.getType());
     auto rType = cast<RankedTensorType>(rhs.getType());
     auto type = cast<RankedTensorType>(op.getType());
+    // [..., m, k] x [k, n]: one 2-D product over all rows.
+    if (rType.getRank() == 2 && lType.getRank() >= 2) {
+      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, lhs);
+      Value source = transposedSource(rhs, rewriter);
+      Value product =
+          source ? matmul2D(rewriter, loc, asMatrix(rewriter, loc, lhs), source,
+                            /*transposed=*/true)
+                 : matmul2D(rewriter, loc, asMatrix(rewriter, loc, lhs), rhs,
+                            /*transposed=*/false);
+      sizes.back() = tensor::getMixedSize(rewriter, loc, rhs, 1);
+      auto productType = RankedTensorType::get(
+          lType.getShape().drop_back(), type.getElementType());
+      SmallVector<int64_t> shape(productType.getShape());
+      shape.push_back(cast<RankedTensorType>(product.getType()).getDimSize(1));
+      productType = RankedTensorType::get(shape, type.getElementType());
+      Value result = fromMatrix(rewriter, loc, product, productType, sizes);
+      rewriter.replaceOp(op, tensor::CastOp::create(rewriter, loc, type, result));
+      return success();
+    }
     // Loops: (batch..., m, n, k).
     int64_t batch = type.getRank() - 2, loops = batch + 3;
     auto batchExprs = [&](RankedTensorType t) {
@@ -95,40 +201,17 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *context = rewriter.getContext();
     Value x = adaptor.getInput(), weight = adaptor.getWeight();
     auto type = cast<RankedTensorType>(op.getType());
-    // Loops: (lead..., o, i); y[lead, o] += x[lead, i] * W[o, i].
-    int64_t lead = type.getRank() - 1, loops = lead + 2;
-    AffineExpr o = getAffineDimExpr(lead, context),
-               i = getAffineDimExpr(lead + 1, context);
-    SmallVector<AffineExpr> xExprs, outExprs;
-    for (int64_t d = 0; d < lead; ++d) {
-      xExprs.push_back(getAffineDimExpr(d, context));
-      outExprs.push_back(getAffineDimExpr(d, context));
-    }
-    xExprs.push_back(i);
-    outExprs.push_back(o);
+    // y[lead, o] = sum_i x[lead, i] * W[o, i]: rows of x times W^T, W read
+    // in place through the matmul's indexing maps.
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, x);
     sizes.back() = tensor::getMixedSize(rewriter, loc, weight, 0);
-    Value init = filledTensor(rewriter, loc, type, sizes,
-                              rewriter.getFloatAttr(type.getElementType(), 0));
-    SmallVector<utils::IteratorType> iterators(loops,
-                                               utils::IteratorType::parallel);
-    iterators.back() = utils::IteratorType::reduction;
-    Value product =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{type}, ValueRange{x, weight},
-            ValueRange{init},
-            SmallVector<AffineMap>{AffineMap::get(loops, 0, xExprs, context),
-                                   AffineMap::get(loops, 0, {o, i}, context),
-                                   AffineMap::get(loops, 0, outExprs, context)},
-            iterators,
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l, multiplyAdd(b, l, args[0], args[1], args[2]));
-            })
-            .getResult(0);
+    Value product = fromMatrix(
+        rewriter, loc,
+        matmul2D(rewriter, loc, asMatrix(rewriter, loc, x), weight,
+                 /*transposed=*/true),
+        type, sizes);
     // Epilogue: activation(y + bias) + residual.
     Value bias = adaptor.getBias(), residual = adaptor.getResidual();
     Activation activation = op.getActivation();

@@ -273,6 +273,7 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     sizes.push_back(tensor::getMixedSize(rewriter, loc, table, 1));
     Value init = tensor::EmptyOp::create(rewriter, loc, sizes,
                                          type.getElementType());
+    auto initType = cast<RankedTensorType>(init.getType());
     Value rows = dimOf(rewriter, loc, table, 0);
     SmallVector<AffineExpr> idExprs;
     for (int64_t d = 0; d + 1 < rank; ++d)
@@ -283,7 +284,8 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{type}, ValueRange{ids}, ValueRange{init}, maps,
+        rewriter, loc, TypeRange{initType}, ValueRange{ids}, ValueRange{init},
+        maps,
         iterators, [&](OpBuilder &b, Location l, ValueRange args) {
           // The runtime checks ids against the table; the clamp keeps a
           // bad id from reading outside the table in any case.
@@ -298,7 +300,8 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
               tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
           linalg::YieldOp::create(b, l, element);
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(op, tensor::CastOp::create(rewriter, loc, type,
+                                                  generic.getResult(0)));
     return success();
   }
 };
@@ -332,7 +335,11 @@ struct PositionsLowering : OpConversionPattern<PositionsOp> {
     Value result = buildIndexed(
         rewriter, op.getLoc(), type, {OpFoldResult(adaptor.getLength())},
         [&](OpBuilder &b, Location l, ValueRange idx) -> Value {
-          return arith::IndexCastOp::create(b, l, type.getElementType(), idx[0]);
+          Value position = idx[0];
+          if (Value start = adaptor.getStart())
+            position = arith::AddIOp::create(b, l, position, start);
+          return arith::IndexCastOp::create(b, l, type.getElementType(),
+                                            position);
         });
     rewriter.replaceOp(
         op, tensor::CastOp::create(rewriter, op.getLoc(), type, result));
@@ -368,7 +375,10 @@ struct SinusoidalLowering : OpConversionPattern<SinusoidalOp> {
               arith::MulFOp::create(
                   b, l, toF32(even),
                   floatConstant(b, l, f32, -std::log(10000.0) / d)));
-          Value angle = arith::MulFOp::create(b, l, toF32(idx[0]), freq);
+          Value position = idx[0];
+          if (Value start = adaptor.getStart())
+            position = arith::AddIOp::create(b, l, position, start);
+          Value angle = arith::MulFOp::create(b, l, toF32(position), freq);
           Value isEven = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::eq, parity,
               arith::ConstantIndexOp::create(b, l, 0));

@@ -442,34 +442,36 @@ def Attn_GatherOp : Attn_Op<"gather", [Pure, Attn_Infer]> {
 }
 
 def Attn_PositionsOp : Attn_Op<"positions", [Pure]> {
-  let summary = "The positions 0 .. n-1";
+  let summary = "The positions start .. start+n-1";
   let description = [{
-    A rank-1 `i32` tensor of `length` elements counting from 0.
+    A rank-1 `i32` tensor of `length` elements counting from `start` (0 when
+    absent): incremental decoding starts where the key/value cache ends.
 
     ```mlir
     %p = attn.positions %t : tensor<?xi32>
+    %q = attn.positions %n start %len : tensor<?xi32>
     ```
   }];
-  let arguments = (ins Index:$length);
+  let arguments = (ins Index:$length, Optional<Index>:$start);
   let results = (outs 1DTensorOf<[I32]>:$result);
-  let assemblyFormat = "$length attr-dict `:` type($result)";
+  let assemblyFormat = "$length (`start` $start^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
 def Attn_SinusoidalOp : Attn_Op<"sinusoidal", [Pure]> {
   let summary = "The sinusoidal position table of Vaswani et al.";
   let description = [{
-    A `[length, d]` table with `PE[i, 2j] = sin(i / 10000^(2j/d))` and
-    `PE[i, 2j+1] = cos(i / 10000^(2j/d))`; `d` is the result's static last
-    dimension.
+    A `[length, d]` table with `PE[i, 2j] = sin(p / 10000^(2j/d))` and
+    `PE[i, 2j+1] = cos(p / 10000^(2j/d))` for position `p = start + i`
+    (`start` is 0 when absent); `d` is the result's static last dimension.
 
     ```mlir
     %pe = attn.sinusoidal %t : tensor<?x512xf32>
     ```
   }];
-  let arguments = (ins Index:$length);
+  let arguments = (ins Index:$length, Optional<Index>:$start);
   let results = (outs 2DTensorOf<[AnyFloat]>:$result);
-  let assemblyFormat = "$length attr-dict `:` type($result)";
+  let assemblyFormat = "$length (`start` $start^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
@@ -957,6 +959,21 @@ def Attn_KVCacheReadOp : Attn_Op<"kv_cache_read",
   let results = (outs Attn_FloatTensor:$keys, Attn_FloatTensor:$values);
   let assemblyFormat = "`slot` $slot attr-dict `:` type($keys) `,` type($values)";
   let hasVerifier = 1;
+}
+
+def Attn_KVCacheLengthOp : Attn_Op<"kv_cache_length",
+    [MemoryEffects<[MemRead<Attn_KVCacheResource>]>]> {
+  let summary = "How many positions the key/value cache holds";
+  let description = [{
+    The number of positions appended to the cache before this call of the
+    entry point: where the positions of the new tokens start.
+
+    ```mlir
+    %len = attn.kv_cache_length : index
+    ```
+  }];
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
 }
 
 #endif // ATTN_OPS_TD

@@ -1,0 +1,81 @@
+//===- Passes.h - Code generation transforms of attnc -----------*- C++ -*-===//
+//
+// The passes between bufferisation and the LLVM dialect that make the loops
+// fast on the CPU: register-tiled, packed matrix products; tiled and
+// vectorised linalg ops; polynomial math; progressive vector lowering; and
+// parallel loops on the runtime's thread pool. Each is a plain pass over
+// `func.func` (or the module) so that lit tests can run it alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TRANSFORMS_PASSES_H
+#define ATTN_TRANSFORMS_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+
+namespace attn {
+
+/// How wide the target's vector registers are, and so every tile size.
+struct VectorTarget {
+  /// f32 lanes per vector register: 16 with AVX-512, 8 with AVX2.
+  int64_t lanes = 16;
+  /// Vector registers: 32 with AVX-512, 16 with AVX2.
+  int64_t registers = 32;
+};
+
+/// The vector target of an attnc `--target` ("host", "x86-64-v3",
+/// "x86-64-v4"); "host" asks the build machine for AVX-512F.
+VectorTarget vectorTargetFor(llvm::StringRef target);
+
+/// `attn-fuse-elementwise`: on tensors, a single-use element-wise generic
+/// read element for element (no broadcast) by another generic is fused into
+/// it. Reshapes are not propagated (the products stay 2-D matmuls).
+std::unique_ptr<mlir::Pass> createFuseElementwisePass();
+
+/// `attn-reuse-buffers`: on buffers, temporaries of one type and the same
+/// dynamic sizes whose lifetimes (alloc to dealloc in one block) do not
+/// overlap share one allocation, so a forward pass mallocs (and the kernel
+/// zero-fills) a few buffers instead of one per intermediate tensor.
+std::unique_ptr<mlir::Pass> createReuseBuffersPass();
+
+/// `attn-matmul-to-vector`: every 2-D f32 matrix product on buffers
+/// (`linalg.matmul`, also with a transposed B through its indexing maps, or
+/// a `linalg.generic` with the same contraction) becomes a blocked loop nest:
+/// blocks of B (N: 128, K: 512) packed into an aligned buffer with B^T
+/// transposed on the way, and a register tile of MR x (2 * lanes) vector
+/// accumulators (8 x 32 on AVX-512) updated with `vector.fma` per k; the
+/// rows left over below MR run a 1-row tile, the columns past N are masked.
+/// The loop nest is one internal function per module and kind of B
+/// (`__attn_sgemm_nt_16x32`, ...); each product calls it.
+std::unique_ptr<mlir::Pass> createMatmulToVectorPass(VectorTarget target = {});
+
+/// `attn-vectorize-linalg`: every other linalg op on buffers is tiled to one
+/// vector along its innermost loop (all other loops to 1) and vectorised,
+/// masked where the innermost size is dynamic or not a multiple; ops the
+/// vectoriser cannot take are left for `convert-linalg-to-loops`.
+std::unique_ptr<mlir::Pass> createVectorizeLinalgPass(VectorTarget target = {});
+
+/// `attn-math-approximation`: exp, tanh, erf (and the other functions MLIR
+/// approximates) on f32 become polynomials, so they vectorise and never call
+/// libm per element.
+std::unique_ptr<mlir::Pass> createMathApproximationPass();
+
+/// `attn-lower-vector`: progressive lowering of the vector ops the two
+/// passes above create (masks, transfers, multi-reductions, transposes,
+/// contractions, broadcasts) to 1-D vector ops that convert-vector-to-llvm
+/// takes as they are.
+std::unique_ptr<mlir::Pass> createLowerVectorPass();
+
+/// `attn-lower-dynamic-reshapes`: memref.expand_shape ops splitting a dynamic
+/// dim into several dynamic dims become memref.reinterpret_cast (MLIR 22's
+/// expand-strided-metadata crashes on them).
+std::unique_ptr<mlir::Pass> createLowerDynamicReshapesPass();
+
+/// Registers the passes above for `attnc-opt`.
+void registerAttnCodegenPasses();
+
+} // namespace attn
+
+#endif // ATTN_TRANSFORMS_PASSES_H

@@ -1,0 +1,569 @@
+//===- MatmulToVector.cpp - Packed, register-tiled matrix products --------===//
+//
+// `attn-matmul-to-vector`: C[m, n] += sum_k A[m, k] * B[k, n] on buffers
+// (B may be stored transposed, as linear layers keep W[out, in]) becomes the
+// loop nest that reached OpenBLAS on this machine (MLIR22-NOTES):
+//
+//   for n0 in [0, N) step NC:              NC = 128
+//     for k0 in [0, K) step KC:            KC = 512
+//       pack B[k0:k0+KC, n0:n0+NC] into a 64-byte-aligned KC x NC buffer,
+//         zero-padded to whole register tiles (transposing W on the way)
+//       for m0 in [0, M - M % MR) step MR:  MR x NR register tile, NR = 2 lanes
+//         for n1 in [0, nc) step NR:
+//           MR x 2 vector accumulators <- C (masked past N)
+//           for k in [0, kc): acc[i][j] = fma(broadcast A[m0+i, k0+k],
+//                                             Bp[k, n1 + j*lanes], acc[i][j])
+//           C <- accumulators (masked past N)
+//       the M % MR rows left: the same with a 1-row tile
+//
+// The loop nest is emitted once per module and kind (B as [K, N] or as
+// [N, K]) in an internal function, `__attn_sgemm_{nn,nt}_<lanes>x<regs>(A, B,
+// C, nBegin, nEnd)` over dynamic sizes and strides (unit innermost stride),
+// computing the columns [nBegin, nEnd) of C; each product becomes a call.
+// The pack lives on the stack of the call. (Inlining one copy per product
+// made gpt2_small's 146 products take a minute of compile time.)
+//
+// With AVX-512 (16 lanes, 32 registers) the tile is 8 x 32: 16 accumulators,
+// 2 B vectors and a broadcast per k, 16 FMAs. With AVX2 (8 lanes, 16
+// registers) it is 6 x 16: 12 accumulators. M (B * T) is dynamic; N and K
+// are usually static, and any of them may be dynamic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Pass/Pass.h"
+
+using namespace mlir;
+
+namespace attn {
+namespace {
+
+/// Outer block sizes (MLIR22-NOTES): a packed B block of 512 x 128 f32 is
+/// 256 KiB, which stays in the 2 MiB L2 while rows of A stream through L1.
+constexpr int64_t kBlockN = 128;
+constexpr int64_t kBlockK = 512;
+
+struct MatmulOperands {
+  Value a, b, c;
+  /// B is stored as [N, K] (a linear layer's weight) rather than [K, N].
+  bool transposedB = false;
+};
+
+bool isF32Matrix(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.getRank() == 2 && type.getElementType().isF32();
+}
+
+/// Whether `map` is exactly (d_dims[0], d_dims[1], ...).
+bool isDims(AffineMap map, ArrayRef<unsigned> dims) {
+  if (map.getNumResults() != dims.size())
+    return false;
+  for (auto [expr, dim] : llvm::zip(map.getResults(), dims)) {
+    auto d = dyn_cast<AffineDimExpr>(expr);
+    if (!d || d.getPosition() != dim)
+      return false;
+  }
+  return true;
+}
+
+/// Matches a 2-D f32 product C[m, n] += A[m, k] * B[k, n] or B[n, k] with
+/// buffer semantics, named or generic.
+std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
+      !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || !dims->batch.empty() || dims->m.size() != 1 ||
+      dims->n.size() != 1 || dims->k.size() != 1)
+    return std::nullopt;
+  unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  MatmulOperands operands{op.getDpsInputOperand(0)->get(),
+                          op.getDpsInputOperand(1)->get(),
+                          op.getDpsInitOperand(0)->get()};
+  if (!isF32Matrix(operands.a) || !isF32Matrix(operands.b) ||
+      !isF32Matrix(operands.c) || !isDims(maps[0], {m, k}) ||
+      !isDims(maps[2], {m, n}))
+    return std::nullopt;
+  if (isDims(maps[1], {n, k}))
+    operands.transposedB = true;
+  else if (!isDims(maps[1], {k, n}))
+    return std::nullopt;
+  return operands;
+}
+
+class MatmulEmitter {
+public:
+  MatmulEmitter(ImplicitLocOpBuilder &b, const MatmulOperands &operands,
+                VectorTarget target)
+      : b(b), ops(operands), lanes(target.lanes),
+        rows(target.registers >= 32 ? 8 : 6), cols(2 * target.lanes) {}
+
+  /// The product over columns [nBegin, nEnd) of C, at the builder's
+  /// insertion point (the body of the kernel function).
+  void emit(Value nBegin, Value nEnd) {
+    f32 = b.getF32Type();
+    vecType = VectorType::get({lanes}, f32);
+    zeroF = arith::ConstantOp::create(b, b.getF32FloatAttr(0));
+    Value zero = index(0);
+    Value m = memref::DimOp::create(b, ops.a, 0);
+    Value k = memref::DimOp::create(b, ops.a, 1);
+    // The pack holds one block, or less when N or K is smaller (attention's
+    // products need a few KiB, not 256): on the stack of this call.
+    Value packRows = arith::MinSIOp::create(b, index(kBlockK),
+                                            roundUp(b, k, lanes));
+    Value packCols = arith::MinSIOp::create(
+        b, index(kBlockN), roundUp(b, arith::SubIOp::create(b, nEnd, nBegin), cols));
+    auto packType =
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
+    Value packed = memref::AllocaOp::create(b, packType,
+                                            ValueRange{packRows, packCols},
+                                            b.getI64IntegerAttr(64));
+    // Rows covered by whole MR-row tiles.
+    Value fullRows = arith::SubIOp::create(
+        b, m, arith::RemSIOp::create(b, m, index(rows)));
+    scf::ForOp::create(
+        b, nBegin, nEnd, index(kBlockN), ValueRange{},
+        [&](OpBuilder &nb, Location loc, Value n0, ValueRange) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          Value nc = arith::MinSIOp::create(
+              ib, index(kBlockN), arith::SubIOp::create(ib, nEnd, n0));
+          scf::ForOp::create(
+              ib, zero, k, index(kBlockK), ValueRange{},
+              [&](OpBuilder &kb, Location loc, Value k0, ValueRange) {
+                ImplicitLocOpBuilder jb(loc, kb);
+                Value kc = arith::MinSIOp::create(
+                    jb, index(kBlockK), arith::SubIOp::create(jb, k, k0));
+                // Whole register tiles of columns (the pack is zero-padded).
+                Value ncTiles = roundUp(jb, nc, cols);
+                emitPack(jb, packed, n0, k0, nc, kc, ncTiles);
+                auto rowLoop = [&](Value from, Value to, int64_t mr) {
+                  scf::ForOp::create(
+                      jb, from, to, index(mr), ValueRange{},
+                      [&](OpBuilder &mb, Location loc, Value m0, ValueRange) {
+                        ImplicitLocOpBuilder ob(loc, mb);
+                        scf::ForOp::create(
+                            ob, index(0), nc, index(cols), ValueRange{},
+                            [&](OpBuilder &tb, Location loc, Value n1,
+                                ValueRange) {
+                              ImplicitLocOpBuilder tib(loc, tb);
+                              emitTile(tib, packed, m0, n0, n1, k0, kc, mr);
+                              scf::YieldOp::create(tib);
+                            });
+                        scf::YieldOp::create(ob);
+                      });
+                };
+                rowLoop(index(0), fullRows, rows);
+                rowLoop(fullRows, m, 1);
+                scf::YieldOp::create(jb);
+              });
+          scf::YieldOp::create(ib);
+        });
+  }
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value index(ImplicitLocOpBuilder &ib, int64_t v) {
+    return arith::ConstantIndexOp::create(ib, v);
+  }
+
+  /// ceil(v / multiple) * multiple.
+  Value roundUp(ImplicitLocOpBuilder &ib, Value v, int64_t multiple) {
+    Value c = index(ib, multiple);
+    Value up = arith::AddIOp::create(ib, v, index(ib, multiple - 1));
+    return arith::MulIOp::create(ib, arith::DivUIOp::create(ib, up, c), c);
+  }
+
+  /// packed[kk, nn] = B[k0 + kk, n0 + nn] for kk < kc, nn < ncTiles, zero
+  /// past the edges of B.
+  void emitPack(ImplicitLocOpBuilder &ib, Value packed, Value n0, Value k0,
+                Value nc, Value kc, Value ncTiles) {
+    Value zero = index(ib, 0);
+    if (ops.transposedB) {
+      // B is W[N, K]: read lanes x lanes blocks of W (rows n, columns k),
+      // transpose them in registers, store rows k of the pack.
+      auto blockType = VectorType::get({lanes, lanes}, f32);
+      scf::ForOp::create(
+          ib, zero, kc, index(ib, lanes), ValueRange{},
+          [&](OpBuilder &kb, Location loc, Value kk, ValueRange) {
+            ImplicitLocOpBuilder jb(loc, kb);
+            scf::ForOp::create(
+                jb, index(jb, 0), ncTiles, index(jb, lanes), ValueRange{},
+                [&](OpBuilder &nb, Location loc, Value nn, ValueRange) {
+                  ImplicitLocOpBuilder pb(loc, nb);
+                  Value row = arith::AddIOp::create(pb, n0, nn);
+                  Value col = arith::AddIOp::create(pb, k0, kk);
+                  Value block = vector::TransferReadOp::create(
+                      pb, blockType, ops.b, ValueRange{row, col}, zeroF,
+                      ArrayRef<bool>{false, false});
+                  Value transposed =
+                      vector::TransposeOp::create(pb, block, ArrayRef<int64_t>{1, 0});
+                  vector::TransferWriteOp::create(
+                      pb, transposed, packed, ValueRange{kk, nn},
+                      ArrayRef<bool>{true, true});
+                  scf::YieldOp::create(pb);
+                });
+            scf::YieldOp::create(jb);
+          });
+      return;
+    }
+    // B is [K, N]: copy rows.
+    scf::ForOp::create(
+        ib, zero, kc, index(ib, 1), ValueRange{},
+        [&](OpBuilder &kb, Location loc, Value kk, ValueRange) {
+          ImplicitLocOpBuilder jb(loc, kb);
+          scf::ForOp::create(
+              jb, index(jb, 0), ncTiles, index(jb, lanes), ValueRange{},
+              [&](OpBuilder &nb, Location loc, Value nn, ValueRange) {
+                ImplicitLocOpBuilder pb(loc, nb);
+                Value row = arith::AddIOp::create(pb, k0, kk);
+                Value col = arith::AddIOp::create(pb, n0, nn);
+                Value v = vector::TransferReadOp::create(
+                    pb, vecType, ops.b, ValueRange{row, col}, zeroF,
+                    ArrayRef<bool>{false});
+                vector::StoreOp::create(pb, v, packed, ValueRange{kk, nn});
+                scf::YieldOp::create(pb);
+              });
+          scf::YieldOp::create(jb);
+        });
+  }
+
+  /// One mr x cols register tile at rows m0.., columns n0 + n1.., over the
+  /// packed k block.
+  void emitTile(ImplicitLocOpBuilder &ib, Value packed, Value m0, Value n0,
+                Value n1, Value k0, Value kc, int64_t mr) {
+    int64_t nv = cols / lanes;
+    SmallVector<Value> rowIdx, colIdx;
+    for (int64_t i = 0; i < mr; ++i)
+      rowIdx.push_back(i ? arith::AddIOp::create(ib, m0, index(ib, i)) : m0);
+    Value nBase = arith::AddIOp::create(ib, n0, n1);
+    for (int64_t j = 0; j < nv; ++j)
+      colIdx.push_back(j ? arith::AddIOp::create(ib, nBase, index(ib, j * lanes))
+                         : nBase);
+    SmallVector<Value> acc;
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nv; ++j)
+        acc.push_back(vector::TransferReadOp::create(
+            ib, vecType, ops.c, ValueRange{rowIdx[i], colIdx[j]}, zeroF,
+            ArrayRef<bool>{false}));
+    auto loop = scf::ForOp::create(
+        ib, index(ib, 0), kc, index(ib, 1), acc,
+        [&](OpBuilder &kb, Location loc, Value kk, ValueRange state) {
+          ImplicitLocOpBuilder lb(loc, kb);
+          SmallVector<Value> bv;
+          for (int64_t j = 0; j < nv; ++j) {
+            Value col = j ? arith::AddIOp::create(lb, n1, index(lb, j * lanes))
+                          : n1;
+            bv.push_back(vector::LoadOp::create(lb, vecType, packed,
+                                                ValueRange{kk, col}));
+          }
+          Value kIdx = arith::AddIOp::create(lb, k0, kk);
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < mr; ++i) {
+            Value a = memref::LoadOp::create(lb, ops.a,
+                                             ValueRange{rowIdx[i], kIdx});
+            Value av = vector::BroadcastOp::create(lb, vecType, a);
+            for (int64_t j = 0; j < nv; ++j)
+              next.push_back(
+                  vector::FMAOp::create(lb, av, bv[j], state[i * nv + j]));
+          }
+          scf::YieldOp::create(lb, next);
+        });
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nv; ++j)
+        vector::TransferWriteOp::create(ib, loop.getResult(i * nv + j), ops.c,
+                                        ValueRange{rowIdx[i], colIdx[j]},
+                                        ArrayRef<bool>{false});
+  }
+
+  ImplicitLocOpBuilder &b;
+  MatmulOperands ops;
+  int64_t lanes, rows, cols;
+  Type f32;
+  VectorType vecType;
+  Value zeroF;
+};
+
+/// The operand type every kernel takes: any 2-D f32 buffer with unit
+/// innermost stride.
+MemRefType kernelOperandType(MLIRContext *context) {
+  int64_t d = ShapedType::kDynamic;
+  return MemRefType::get(
+      {d, d}, Float32Type::get(context),
+      StridedLayoutAttr::get(context, d, ArrayRef<int64_t>{d, 1}));
+}
+
+bool hasUnitInnerStride(Value v) {
+  auto type = cast<MemRefType>(v.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides.back() == 1;
+}
+
+struct MatmulToVectorPass
+    : PassWrapper<MatmulToVectorPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MatmulToVectorPass)
+
+  MatmulToVectorPass() = default;
+  MatmulToVectorPass(const MatmulToVectorPass &other) : PassWrapper(other) {}
+  explicit MatmulToVectorPass(VectorTarget target) {
+    lanes = target.lanes;
+    registers = target.registers;
+  }
+
+  StringRef getArgument() const override { return "attn-matmul-to-vector"; }
+  StringRef getDescription() const override {
+    return "Packed, register-tiled vector loops for 2-D f32 matrix products "
+           "on buffers";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, func::FuncDialect,
+                    LLVM::LLVMDialect, memref::MemRefDialect, scf::SCFDialect,
+                    vector::VectorDialect>();
+  }
+
+  /// The kernel function for B stored as [K, N] or [N, K]: one per module,
+  /// internal, shared by every product of that kind:
+  ///   (A, B, C, nBegin, nEnd) computes C[:, nBegin:nEnd] += A * B.
+  func::FuncOp kernel(ModuleOp module, bool transposedB) {
+    std::string name = (llvm::Twine("__attn_sgemm_") +
+                        (transposedB ? "nt" : "nn") + "_" +
+                        llvm::Twine(static_cast<int64_t>(lanes)) + "x" +
+                        llvm::Twine(static_cast<int64_t>(registers)))
+                           .str();
+    if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+      return existing;
+    MLIRContext *context = module.getContext();
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    Location loc = module.getLoc();
+    MemRefType operand = kernelOperandType(context);
+    Type index = mb.getIndexType();
+    auto type = mb.getFunctionType({operand, operand, operand, index, index},
+                                   {});
+    auto func = func::FuncOp::create(mb, loc, name, type);
+    func.setPrivate();
+    // Internal linkage: every model object has its own copy.
+    func->setAttr("llvm.linkage",
+                  LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
+    Block *entry = func.addEntryBlock();
+    ImplicitLocOpBuilder b(loc, context);
+    b.setInsertionPointToStart(entry);
+    MatmulOperands ops{entry->getArgument(0), entry->getArgument(1),
+                       entry->getArgument(2), transposedB};
+    MatmulEmitter(b, ops, VectorTarget{lanes, registers})
+        .emit(entry->getArgument(3), entry->getArgument(4));
+    func::ReturnOp::create(b);
+    return func;
+  }
+
+  /// The descriptor of a rank-2 memref once lowered to LLVM.
+  static Type descriptorType(MLIRContext *context) {
+    Type ptr = LLVM::LLVMPointerType::get(context);
+    Type i64 = IntegerType::get(context, 64);
+    Type dims = LLVM::LLVMArrayType::get(i64, 2);
+    return LLVM::LLVMStructType::getLiteral(context,
+                                            {ptr, ptr, i64, dims, dims});
+  }
+
+  /// `attn_parallel_for(pool, n, fn, arg)` of the runtime
+  /// (runtime/include/attn/runtime.h), declared in the module.
+  func::FuncOp parallelFor(ModuleOp module, FunctionType taskType) {
+    StringRef name = "attn_parallel_for";
+    if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+      return existing;
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    Type ptr = LLVM::LLVMPointerType::get(module.getContext());
+    auto type = mb.getFunctionType({ptr, mb.getI64Type(), taskType, ptr}, {});
+    auto func = func::FuncOp::create(mb, module.getLoc(), name, type);
+    func.setPrivate();
+    return func;
+  }
+
+  /// The loop body the pool runs, `void task(void *arg, int64_t begin,
+  /// int64_t end)`: `arg` holds the descriptors of A, B and C; [begin, end)
+  /// is a range of column tiles (2 * lanes columns each).
+  func::FuncOp task(ModuleOp module, func::FuncOp kernel) {
+    std::string name = (kernel.getName() + "_task").str();
+    if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+      return existing;
+    MLIRContext *context = module.getContext();
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    Location loc = module.getLoc();
+    Type ptr = LLVM::LLVMPointerType::get(context);
+    Type i64 = mb.getI64Type();
+    auto func = func::FuncOp::create(mb, loc, name,
+                                     mb.getFunctionType({ptr, i64, i64}, {}));
+    func.setPrivate();
+    func->setAttr("llvm.linkage",
+                  LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
+    Block *entry = func.addEntryBlock();
+    ImplicitLocOpBuilder b(loc, context);
+    b.setInsertionPointToStart(entry);
+    Type desc = descriptorType(context);
+    auto argsType = LLVM::LLVMArrayType::get(desc, 3);
+    MemRefType operand = kernelOperandType(context);
+    SmallVector<Value> operands;
+    for (int32_t i = 0; i < 3; ++i) {
+      Value field = LLVM::GEPOp::create(
+          b, ptr, argsType, entry->getArgument(0),
+          ArrayRef<LLVM::GEPArg>{0, i});
+      Value d = LLVM::LoadOp::create(b, desc, field);
+      operands.push_back(
+          UnrealizedConversionCastOp::create(b, operand, d).getResult(0));
+    }
+    Value cols = arith::ConstantIndexOp::create(b, 2 * lanes);
+    auto toIndex = [&](Value v) {
+      return arith::IndexCastOp::create(b, b.getIndexType(), v);
+    };
+    Value n = memref::DimOp::create(b, operands[2], 1);
+    Value nBegin = arith::MulIOp::create(b, toIndex(entry->getArgument(1)), cols);
+    Value nEnd = arith::MinSIOp::create(
+        b, n, arith::MulIOp::create(b, toIndex(entry->getArgument(2)), cols));
+    operands.append({nBegin, nEnd});
+    func::CallOp::create(b, kernel, operands);
+    func::ReturnOp::create(b);
+    return func;
+  }
+
+  /// The entry of the products: (A, B, C) -> C += A B over the context's
+  /// thread pool, split by column tiles when the product has at least
+  /// 2^20 multiply-adds (smaller ones, such as attention's, would spend more
+  /// waking the pool than computing) and at least two tiles.
+  func::FuncOp dispatcher(ModuleOp module, func::FuncOp kernel) {
+    std::string name = (kernel.getName() + "_parallel").str();
+    if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+      return existing;
+    MLIRContext *context = module.getContext();
+    func::FuncOp body = task(module, kernel);
+    func::FuncOp pfor = parallelFor(module, body.getFunctionType());
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    Location loc = module.getLoc();
+    MemRefType operand = kernelOperandType(context);
+    auto func = func::FuncOp::create(
+        mb, loc, name, mb.getFunctionType({operand, operand, operand}, {}));
+    func.setPrivate();
+    func->setAttr("llvm.linkage",
+                  LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
+    Block *entry = func.addEntryBlock();
+    ImplicitLocOpBuilder b(loc, context);
+    b.setInsertionPointToStart(entry);
+    Value a = entry->getArgument(0), bm = entry->getArgument(1),
+          c = entry->getArgument(2);
+    Value m = memref::DimOp::create(b, a, 0);
+    Value k = memref::DimOp::create(b, a, 1);
+    Value n = memref::DimOp::create(b, c, 1);
+    Value cols = arith::ConstantIndexOp::create(b, 2 * lanes);
+    Value tiles = arith::DivUIOp::create(
+        b,
+        arith::AddIOp::create(b, n,
+                              arith::ConstantIndexOp::create(b, 2 * lanes - 1)),
+        cols);
+    Value work = arith::MulIOp::create(b, arith::MulIOp::create(b, m, n), k);
+    Value big = arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, work,
+                              arith::ConstantIndexOp::create(b, 1 << 20)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tiles,
+                              arith::ConstantIndexOp::create(b, 2)));
+    Value zero = arith::ConstantIndexOp::create(b, 0);
+    scf::IfOp::create(
+        b, big,
+        [&](OpBuilder &tb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, tb);
+          Type ptr = LLVM::LLVMPointerType::get(context);
+          Type desc = descriptorType(context);
+          auto argsType = LLVM::LLVMArrayType::get(desc, 3);
+          Value one = LLVM::ConstantOp::create(ib, ib.getI64Type(),
+                                               ib.getI64IntegerAttr(1));
+          Value args = LLVM::AllocaOp::create(ib, ptr, argsType, one, 8);
+          SmallVector<Value> buffers = {a, bm, c};
+          for (auto [i, v] : llvm::enumerate(buffers)) {
+            Value d = UnrealizedConversionCastOp::create(ib, desc, v).getResult(0);
+            Value field = LLVM::GEPOp::create(
+                ib, ptr, argsType, args,
+                ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
+            LLVM::StoreOp::create(ib, d, field);
+          }
+          Value fn = func::ConstantOp::create(ib, body.getFunctionType(),
+                                              SymbolRefAttr::get(body));
+          Value pool = LLVM::ZeroOp::create(ib, ptr);
+          Value count =
+              arith::IndexCastOp::create(ib, ib.getI64Type(), tiles);
+          func::CallOp::create(ib, pfor, ValueRange{pool, count, fn, args});
+          scf::YieldOp::create(ib);
+        },
+        [&](OpBuilder &eb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, eb);
+          func::CallOp::create(ib, kernel, ValueRange{a, bm, c, zero, n});
+          scf::YieldOp::create(ib);
+        });
+    func::ReturnOp::create(b);
+    return func;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
+    module.walk([&](linalg::LinalgOp op) {
+      std::optional<MatmulOperands> operands = matchMatmul(op);
+      if (operands && hasUnitInnerStride(operands->a) &&
+          hasUnitInnerStride(operands->b) && hasUnitInnerStride(operands->c))
+        products.emplace_back(op, *operands);
+    });
+    MemRefType operand = kernelOperandType(module.getContext());
+    for (auto &[op, operands] : products) {
+      func::FuncOp callee = kernel(module, operands.transposedB);
+      ImplicitLocOpBuilder b(op.getLoc(), op);
+      auto cast = [&](Value v) -> Value {
+        return memref::CastOp::create(b, operand, v);
+      };
+      SmallVector<Value> args = {cast(operands.a), cast(operands.b),
+                                 cast(operands.c)};
+      if (threads) {
+        func::CallOp::create(b, dispatcher(module, callee), args);
+      } else {
+        args.push_back(arith::ConstantIndexOp::create(b, 0));
+        args.push_back(memref::DimOp::create(b, operands.c, 1));
+        func::CallOp::create(b, callee, args);
+      }
+      op->erase();
+    }
+  }
+
+  Option<int64_t> lanes{*this, "lanes",
+                        llvm::cl::desc("f32 lanes per vector register"),
+                        llvm::cl::init(16)};
+  Option<int64_t> registers{*this, "registers",
+                            llvm::cl::desc("vector registers"),
+                            llvm::cl::init(32)};
+  Option<bool> threads{
+      *this, "threads",
+      llvm::cl::desc("Split large products over the runtime's thread pool "
+                     "(attn_parallel_for)"),
+      llvm::cl::init(true)};
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createMatmulToVectorPass(VectorTarget target) {
+  return std::make_unique<MatmulToVectorPass>(target);
+}
+
+void registerMatmulToVectorPass() { PassRegistration<MatmulToVectorPass>(); }
+
+} // namespace attn

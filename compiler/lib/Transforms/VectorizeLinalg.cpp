@@ -1,0 +1,132 @@
+//===- VectorizeLinalg.cpp - Tile and vectorise the other linalg ops ------===//
+//
+// `attn-vectorize-linalg`: the element-wise ops, reductions, fills and
+// transposes the attn lowering produces, on buffers after bufferisation.
+// Each op is tiled with scf::tileUsingSCF to 1 along every loop but the
+// innermost, which gets one vector's worth (4 registers: 64 f32 on
+// AVX-512), and the tile is vectorised with linalg::vectorize, masked where
+// its innermost size is dynamic (the edge tile of a dimension that is not a
+// multiple, or a dynamic dim such as an attention tile's key count). An op
+// whose innermost loop is a reduction gets a vector.multi_reduction per
+// tile. Ops the vectoriser rejects (a gather reading a table inside its
+// body, for one) stay as tiled linalg ops for convert-linalg-to-loops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Pass/Pass.h"
+
+using namespace mlir;
+
+namespace attn {
+namespace {
+
+struct VectorizeLinalgPass
+    : PassWrapper<VectorizeLinalgPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(VectorizeLinalgPass)
+
+  VectorizeLinalgPass() = default;
+  VectorizeLinalgPass(const VectorizeLinalgPass &other) : PassWrapper(other) {}
+  explicit VectorizeLinalgPass(VectorTarget target) { lanes = target.lanes; }
+
+  StringRef getArgument() const override { return "attn-vectorize-linalg"; }
+  StringRef getDescription() const override {
+    return "Tiles linalg ops on buffers to one vector along the innermost "
+           "loop and vectorises them";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<affine::AffineDialect, arith::ArithDialect,
+                    math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                    vector::VectorDialect>();
+  }
+
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> ops;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (op.hasPureBufferSemantics() && op.getNumLoops() > 0)
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : ops)
+      vectorizeOne(rewriter, op);
+  }
+
+  /// The vector size of the innermost loop: 4 registers, or the static
+  /// size when it is smaller.
+  int64_t innerVectorSize(linalg::LinalgOp op) const {
+    int64_t width = 4 * lanes;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t inner = ranges.back();
+    if (!ShapedType::isDynamic(inner) && inner < width)
+      return inner;
+    return width;
+  }
+
+  void vectorizeOne(IRRewriter &rewriter, linalg::LinalgOp op) {
+    unsigned loops = op.getNumLoops();
+    int64_t width = innerVectorSize(op);
+    SmallVector<int64_t> vectorSizes(loops, 1);
+    vectorSizes.back() = width;
+    SmallVector<OpFoldResult> tileSizes;
+    for (int64_t size : vectorSizes)
+      tileSizes.push_back(rewriter.getIndexAttr(size));
+
+    Operation *target = op;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    bool needsTiling = llvm::any_of(llvm::zip(ranges, vectorSizes), [](auto p) {
+      return std::get<0>(p) != std::get<1>(p);
+    });
+    if (needsTiling) {
+      auto tilable = dyn_cast<TilingInterface>(op.getOperation());
+      if (!tilable)
+        return;
+      scf::SCFTilingOptions options;
+      options.setTileSizes(tileSizes);
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+      rewriter.setInsertionPoint(op);
+      FailureOr<scf::SCFTilingResult> tiled =
+          scf::tileUsingSCF(rewriter, tilable, options);
+      if (failed(tiled) || tiled->tiledOps.size() != 1)
+        return;
+      rewriter.eraseOp(op);
+      target = tiled->tiledOps.front();
+    }
+    // (The scalable flags must be given with the sizes, all false here.)
+    SmallVector<bool> scalable(loops, false);
+    if (failed(linalg::vectorizeOpPrecondition(target, vectorSizes, scalable)))
+      return;
+    rewriter.setInsertionPoint(target);
+    FailureOr<linalg::VectorizationResult> result =
+        linalg::vectorize(rewriter, target, vectorSizes, scalable);
+    if (failed(result))
+      return;
+    rewriter.eraseOp(target);
+  }
+
+  Option<int64_t> lanes{*this, "lanes",
+                        llvm::cl::desc("f32 lanes per vector register"),
+                        llvm::cl::init(16)};
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createVectorizeLinalgPass(VectorTarget target) {
+  return std::make_unique<VectorizeLinalgPass>(target);
+}
+
+void registerVectorizeLinalgPass() { PassRegistration<VectorizeLinalgPass>(); }
+
+} // namespace attn

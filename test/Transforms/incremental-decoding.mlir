@@ -1,0 +1,67 @@
+// RUN: attnc-opt %s --attn-incremental-decoding --split-input-file | FileCheck %s
+
+// Tests that a causal decoder gets prefill and decode_step: keys and values
+// go through the cache, positions start at the cache length, and only the
+// last position's logits are returned.
+module {
+  attn.param @wte : tensor<16x8xf32> init normal [0.0, 1.0]
+  func.func @forward(%tokens: tensor<?x?xi32> {attn.dims = ["B", "T"], attn.name = "tokens"}) -> tensor<?x?x16xf32> {
+    %w = attn.get_param @wte : tensor<16x8xf32>
+    %x = attn.gather %w, %tokens : (tensor<16x8xf32>, tensor<?x?xi32>) -> tensor<?x?x8xf32>
+    %t = attn.dim %tokens, 1 : tensor<?x?xi32>
+    %p = attn.positions %t : tensor<?xi32>
+    %pe = attn.gather %w, %p : (tensor<16x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+    %y = attn.add %x, %pe : (tensor<?x?x8xf32>, tensor<?x8xf32>) -> tensor<?x?x8xf32>
+    %q = attn.split_heads %y, 2 : (tensor<?x?x8xf32>) -> tensor<?x2x?x4xf32>
+    %o = attn.sdpa %q, %q, %q mask causal : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+    %m = attn.merge_heads %o : (tensor<?x2x?x4xf32>) -> tensor<?x?x8xf32>
+    %wt = attn.transpose %w, [1, 0] : (tensor<16x8xf32>) -> tensor<8x16xf32>
+    %l = attn.matmul %m, %wt : (tensor<?x?x8xf32>, tensor<8x16xf32>) -> tensor<?x?x16xf32>
+    return %l : tensor<?x?x16xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-NOT: kv_cache
+// CHECK-LABEL: func.func @prefill(
+// CHECK-SAME: %[[TOK:.*]]: tensor<?x?xi32>
+// CHECK-SAME: -> tensor<?x16xf32>
+// CHECK: %[[LEN:.*]] = attn.kv_cache_length : index
+// CHECK: attn.positions %{{.*}} start %[[LEN]]
+// CHECK: %[[K:.*]], %[[V:.*]] = attn.kv_cache_append %[[Q:.*]], %[[Q]] slot 0
+// CHECK: attn.sdpa %[[Q]], %[[K]], %[[V]] mask causal
+// CHECK: %[[LAST:.*]] = attn.take %{{.*}} axis 1 index -1 : (tensor<?x?x16xf32>) -> tensor<?x16xf32>
+// CHECK: return %[[LAST]]
+// CHECK-LABEL: func.func @decode_step(
+// CHECK-SAME: tensor<?x1xi32> {attn.dims = ["B", ""]
+// CHECK: attn.gather %{{.*}} : (tensor<16x8xf32>, tensor<?x1xi32>) -> tensor<?x1x8xf32>
+// CHECK: attn.kv_cache_append {{.*}} slot 0
+
+// -----
+
+// Tests that a model mixing positions outside causal attention (here a mean
+// over the sequence) gets no incremental entry points.
+module {
+  func.func @forward(%tokens: tensor<?x?xi32>, %x: tensor<?x?x8xf32>) -> tensor<?x8xf32> {
+    %m = attn.reduce mean %x axis 1 : (tensor<?x?x8xf32>) -> tensor<?x8xf32>
+    return %m : tensor<?x8xf32>
+  }
+}
+// CHECK-LABEL: func.func @forward(
+// CHECK-NOT: func.func @prefill
+
+// -----
+
+// Tests that non-causal attention disqualifies a model.
+module {
+  func.func @forward(%tokens: tensor<?x?xi32>) -> tensor<?x?x4xf32> {
+    %c = arith.constant dense<1.0> : tensor<4x4xf32>
+    %x = attn.gather %c, %tokens : (tensor<4x4xf32>, tensor<?x?xi32>) -> tensor<?x?x4xf32>
+    %q = attn.split_heads %x, 1 : (tensor<?x?x4xf32>) -> tensor<?x1x?x4xf32>
+    %o = attn.sdpa %q, %q, %q : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+    %m = attn.merge_heads %o : (tensor<?x1x?x4xf32>) -> tensor<?x?x4xf32>
+    return %m : tensor<?x?x4xf32>
+  }
+}
+// CHECK-LABEL: func.func @forward(
+// CHECK-NOT: func.func @prefill

@@ -1,0 +1,281 @@
+//===- attn-ref.cpp - Runs attn IR with the reference evaluator -----------===//
+//
+// The command line of the reference evaluator: reads attn IR (the output of
+// `attnc emit --stage attn`), weights from a safetensors file and inputs from
+// .npy files, runs one function and writes its results as .npy files, or
+// prints them when no output is named.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/InitAll.h"
+#include "attn/Reference/Evaluator.h"
+#include "attn/Reference/TensorIO.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace attn::reference;
+
+namespace {
+
+llvm::cl::OptionCategory category("attn-ref options");
+
+llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
+                                     llvm::cl::desc("<attn IR file>"),
+                                     llvm::cl::init("-"),
+                                     llvm::cl::cat(category));
+llvm::cl::opt<std::string> function("fn", llvm::cl::desc("Function to run"),
+                                    llvm::cl::init("forward"),
+                                    llvm::cl::cat(category));
+llvm::cl::opt<std::string> weights("w",
+                                   llvm::cl::desc("Parameters (safetensors)"),
+                                   llvm::cl::value_desc("file"),
+                                   llvm::cl::cat(category));
+llvm::cl::alias weightsLong("weights", llvm::cl::aliasopt(weights));
+llvm::cl::list<std::string> inputs(
+    "in",
+    llvm::cl::desc("An argument: NAME=FILE.npy, where NAME is the "
+                   "argument's name in the model (attn.name), or argN or N "
+                   "for position N; or FILE.npy for the next argument in "
+                   "order"),
+    llvm::cl::value_desc("NAME=FILE"), llvm::cl::cat(category));
+llvm::cl::opt<std::string>
+    output("o",
+           llvm::cl::desc("Result file (.npy); several results are written "
+                          "to OUT.0.npy, OUT.1.npy, ...; without -o the "
+                          "results are printed"),
+           llvm::cl::value_desc("file"), llvm::cl::cat(category));
+llvm::cl::opt<bool> writeF64("f64",
+                             llvm::cl::desc("Write float results as <f8 "
+                                            "instead of their own type"),
+                             llvm::cl::cat(category));
+llvm::cl::opt<bool> fdGrad(
+    "fd-grad",
+    llvm::cl::desc("Write the gradient of the function's scalar result with "
+                   "respect to every parameter, by central finite "
+                   "differences, to the safetensors file -o names"),
+    llvm::cl::cat(category));
+llvm::cl::opt<double> fdStep("fd-step", llvm::cl::desc("Step of --fd-grad"),
+                             llvm::cl::init(1e-5), llvm::cl::cat(category));
+llvm::cl::opt<bool>
+    training("training",
+             llvm::cl::desc("Run as a training entry point (a dropout that "
+                            "draws random numbers is then an error)"),
+             llvm::cl::cat(category));
+
+/// Exit statuses, as attnc's.
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+int fail(const llvm::Twine &message, int status = kExitError) {
+  llvm::errs() << "attn-ref: error: " << message << "\n";
+  return status;
+}
+
+/// The index of the argument an --in NAME designates: the argument whose
+/// attn.name (its name in the model) is NAME, else argN or N for position N.
+std::optional<unsigned> findArgument(func::FuncOp fn, llvm::StringRef name) {
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    if (auto attr = fn.getArgAttrOfType<StringAttr>(i, "attn.name");
+        attr && attr.getValue() == name)
+      return i;
+  llvm::StringRef digits = name;
+  digits.consume_front("arg");
+  unsigned index;
+  if (!digits.getAsInteger(10, index) && index < fn.getNumArguments())
+    return index;
+  return std::nullopt;
+}
+
+/// Converts a tensor read from a file to the element type of an argument:
+/// floats to floats (rounded to the argument's format), integers to integers
+/// that can hold them, booleans to booleans.
+FailureOr<Tensor> convertInput(Tensor tensor, Type type, llvm::StringRef file) {
+  std::optional<DType> want = getDType(type);
+  DType have = tensor.getDType();
+  bool sameKind = want && ((isFloat(*want) && isFloat(have)) ||
+                           (isInteger(*want) && isInteger(have)) ||
+                           (*want == DType::Bool && have == DType::Bool));
+  if (!sameKind) {
+    std::string typeText;
+    llvm::raw_string_ostream os(typeText);
+    os << type;
+    fail(file + ": holds " + getDTypeName(have) +
+         " elements, the argument is " + typeText);
+    return failure();
+  }
+  for (double &value : tensor.getData()) {
+    double converted = convertTo(*want, value);
+    if (isInteger(*want) && converted != value) {
+      fail(file + ": value " + llvm::Twine(static_cast<int64_t>(value)) +
+           " does not fit in " + getDTypeName(*want));
+      return failure();
+    }
+    value = converted;
+  }
+  tensor.setDType(*want);
+  return tensor;
+}
+
+/// Prints a tensor as nested lists, enough digits to round-trip an f32.
+void printTensor(llvm::raw_ostream &os, const Tensor &tensor) {
+  llvm::ArrayRef<int64_t> shape = tensor.getShape();
+  llvm::SmallVector<int64_t> strides = getStrides(shape);
+  std::function<void(int64_t, int64_t)> print = [&](int64_t dim,
+                                                    int64_t offset) {
+    if (dim == tensor.getRank()) {
+      os << llvm::format("%.10g", tensor[offset]);
+      return;
+    }
+    os << "[";
+    for (int64_t i = 0; i < shape[dim]; ++i) {
+      if (i)
+        os << ", ";
+      print(dim + 1, offset + i * strides[dim]);
+    }
+    os << "]";
+  };
+  print(0, 0);
+  os << "\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "attn-ref: runs attn IR with the reference evaluator (double "
+      "precision, no lowering)\n\n"
+      "  attn-ref MODEL.mlir --fn forward -w W.safetensors \\\n"
+      "           --in tokens=tokens.npy -o logits.npy\n");
+
+  DialectRegistry registry;
+  attn::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::openInputFile(inputFile, &error);
+  if (!file)
+    return fail(error);
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return kExitError;
+
+  auto fn = module->lookupSymbol<func::FuncOp>(function);
+  if (!fn || fn.isExternal())
+    return fail("the module has no function '" + function + "'", kExitUsage);
+
+  Evaluator evaluator(*module, EvaluatorOptions{training});
+  if (!weights.empty()) {
+    auto tensors = readSafetensors(weights);
+    if (!tensors)
+      return fail(llvm::toString(tensors.takeError()));
+    for (auto &[name, tensor] : *tensors) {
+      if (!evaluator.declaresParameter(name))
+        return fail(weights + ": tensor '" + name +
+                    "' is not a parameter of the model");
+      if (failed(evaluator.setParameter(name, std::move(tensor))))
+        return kExitError;
+    }
+    llvm::SmallVector<std::string> unset = evaluator.getUnsetParameters();
+    if (!unset.empty())
+      return fail(weights + ": no tensor for parameter '" + unset.front() +
+                  "'" +
+                  (unset.size() > 1
+                       ? " (and " + std::to_string(unset.size() - 1) + " more)"
+                       : std::string()));
+  }
+
+  llvm::SmallVector<std::optional<Tensor>> args(fn.getNumArguments());
+  unsigned nextPositional = 0;
+  for (llvm::StringRef spec : inputs) {
+    auto [name, path] = spec.split('=');
+    std::optional<unsigned> index;
+    if (path.empty()) {
+      path = name;
+      index = nextPositional++;
+    } else {
+      index = findArgument(fn, name);
+    }
+    if (!index || *index >= fn.getNumArguments())
+      return fail("'" + function + "' has no argument '" + name + "' (it has " +
+                      llvm::Twine(fn.getNumArguments()) + ")",
+                  kExitUsage);
+    if (args[*index])
+      return fail("argument " + llvm::Twine(*index) + " is given twice",
+                  kExitUsage);
+    auto tensor = readNpy(path);
+    if (!tensor)
+      return fail(llvm::toString(tensor.takeError()));
+    FailureOr<Tensor> converted =
+        convertInput(std::move(*tensor), fn.getArgumentTypes()[*index], path);
+    if (failed(converted))
+      return kExitError;
+    args[*index] = std::move(*converted);
+  }
+  llvm::SmallVector<Tensor> argValues;
+  for (auto [index, arg] : llvm::enumerate(args)) {
+    if (!arg)
+      return fail("no value for argument " + llvm::Twine(index) + " of '" +
+                      function + "' (pass --in arg" + llvm::Twine(index) +
+                      "=FILE.npy)",
+                  kExitUsage);
+    argValues.push_back(std::move(*arg));
+  }
+
+  if (fdGrad) {
+    if (output.empty())
+      return fail("--fd-grad needs -o FILE.safetensors", kExitUsage);
+    std::vector<std::pair<std::string, Tensor>> gradients;
+    for (const std::string &name : evaluator.getParameterNames()) {
+      FailureOr<Tensor> gradient = evaluator.gradientByFiniteDifferences(
+          function, argValues, name, fdStep);
+      if (failed(gradient))
+        return kExitError;
+      gradients.emplace_back(name, std::move(*gradient));
+    }
+    if (llvm::Error error = writeSafetensors(output, gradients, writeF64))
+      return fail(llvm::toString(std::move(error)));
+    return 0;
+  }
+
+  FailureOr<llvm::SmallVector<Tensor>> results =
+      evaluator.run(function, argValues);
+  if (failed(results))
+    return kExitError;
+
+  if (output.empty()) {
+    for (auto [index, tensor] : llvm::enumerate(*results)) {
+      llvm::outs() << "result " << index << ": " << tensor.describe() << "\n";
+      printTensor(llvm::outs(), tensor);
+    }
+    return 0;
+  }
+  llvm::StringRef stem = output;
+  stem.consume_back(".npy");
+  for (auto [index, tensor] : llvm::enumerate(*results)) {
+    std::string path = results->size() == 1
+                           ? output.getValue()
+                           : (stem + "." + llvm::Twine(index) + ".npy").str();
+    if (llvm::Error error = writeNpy(path, tensor, writeF64))
+      return fail(llvm::toString(std::move(error)));
+  }
+  return 0;
+}
