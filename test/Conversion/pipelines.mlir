@@ -32,7 +32,7 @@ attn.train loss @loss optimizer adam {} schedule constant {} clip_norm 1.0
 // LLVM-NOT: attn.
 // LLVM-NOT: memref.
 // LLVM-NOT: scf.
-// LLVM-DAG: llvm.func @malloc
+// LLVM-DAG: llvm.func @aligned_alloc
 // LLVM-DAG: llvm.func @free
 // LLVM-DAG: llvm.func @forward(
 // LLVM-DAG: llvm.func @_mlir_ciface_forward(%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr)
