@@ -64,12 +64,17 @@ docs: build
 	cmake --build $(BUILD) --target attn-dialect-doc
 	cp $(BUILD)/dialect/include/attn/Dialect/IR/AttnDialect.md docs/AttnDialect.md
 
-# The main job, as far as the pipeline goes: the demo model's parameter table
-# and its attn IR after the attn-level passes.
+# The main job: compile the demo model to a standalone executable, show what
+# it holds, initialise it and generate text with it (untrained, so the text
+# is noise; training arrives with the training issue).
 demo: build
 	$(BUILD)/bin/attnc check models/char_gpt.tfm
-	$(BUILD)/bin/attnc emit models/char_gpt.tfm --stage params
-	$(BUILD)/bin/attnc emit models/char_gpt.tfm --stage attn-opt
+	$(BUILD)/bin/attnc build models/char_gpt.tfm -o $(BUILD)/char_gpt
+	$(BUILD)/char_gpt info
+	$(BUILD)/char_gpt init --seed 1 -o $(BUILD)/char_gpt.safetensors
+	$(BUILD)/char_gpt generate -w $(BUILD)/char_gpt.safetensors --prompt "Hello" \
+	  --tokens 64 --temperature 0.8 --seed 1
+	@echo
 
 # libFuzzer, ASan and UBSan over the frontend and MLIRGen for FUZZ_SECONDS,
 # in its own build directory; see docs/Fuzzing.md. The corpus grows across
