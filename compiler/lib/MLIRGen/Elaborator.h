@@ -340,6 +340,10 @@ public:
   /// that grow exponentially).
   uint64_t numCalls = 0;
   uint64_t numInstances = 0;
+  /// Expressions being evaluated, nested: one expression's nesting is bounded
+  /// by the parser, but fn calls and buffer reads stack them.
+  unsigned evalDepth = 0;
+  bool reportedEvalDepth = false;
 };
 
 } // namespace mlirgen
