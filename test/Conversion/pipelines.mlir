@@ -17,13 +17,13 @@ attn.train loss @loss optimizer adam {} schedule constant {} clip_norm 1.0
 // LOOPS-NOT: attn.
 // LOOPS-LABEL: func.func @forward
 // LOOPS-SAME: (%[[P:[^:]+]]: memref<?xf32>, %[[X:[^:]+]]: memref<?x4xf32>) -> memref<?x8xf32>
-// LOOPS-SAME: attributes {llvm.emit_c_interface}
+// LOOPS-SAME: attributes {llvm.emit_c_interface, passthrough = ["noinline", "optnone"]}
 // LOOPS-NOT: tensor
 // The weight is the first 32 floats of the buffer, the bias the 8 at 32:
 // LOOPS-DAG: memref.subview %[[P]][0] [32] [1]
 // LOOPS-DAG: memref.subview %[[P]][32] [8] [1]
 // LOOPS: %[[OUT:.*]] = memref.alloc(%{{.*}}) {{.*}}: memref<?x8xf32>
-// LOOPS: scf.for
+// LOOPS: func.call @attn_parallel_for
 // LOOPS: memref.dealloc
 // LOOPS-NOT: memref.dealloc %[[OUT]] :
 // LOOPS: return %[[OUT]] : memref<?x8xf32>

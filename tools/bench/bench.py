@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
-"""`make bench`: forward (and generate) throughput of attnc-compiled models
+"""`make bench`: forward and generate throughput of attnc-compiled models
 next to PyTorch CPU eager on the same weights and shapes, in one run.
 
 For each model: `attnc compile` (timed), link tools/bench/driver.c with the
-object and libattnrt, initialise weights (seed 1), then time `forward` on
-B x T tokens in-process (driver.c: one warm-up, then the median of the runs;
-no process start-up or file I/O). PyTorch runs in a child process started
-with OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE and
-torch.set_num_threads(2) (see MLIR22-NOTES), on an nn.Module built from
+object and libattnrt, initialise weights (seed 1). Then three processes
+keep the weights loaded: attnc on 1 thread, attnc on 2 threads (the
+runtime's pool), and PyTorch (when it imports), started with
+OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE and
+torch.set_num_threads(2) (see MLIR22-NOTES) on an nn.Module built from
 nn.Embedding, nn.MultiheadAttention(batch_first=True) with a causal mask,
-nn.LayerNorm, nn.Linear and GELU, loaded from the same safetensors file; its
-output is compared with attnc's so that both compute the same function.
+nn.LayerNorm, nn.Linear and GELU, loaded from the same safetensors file.
+Runs are interleaved in rounds (each system a few runs per round), so that
+a change in the machine's load hits every system alike; the figures are
+medians over all runs after a warm-up, timing only the forward call (no
+process start-up or file I/O). PyTorch's output is compared with attnc's,
+so that both compute the same function.
 
-Usage: bench.py [--build DIR] [--models a,b] [--reps N] [--threads 1,2]
-                [--no-torch] [--budget SECONDS]
+`generate`: greedy, N new tokens after a P-token prompt, prompt processing
+included. attnc through the runtime's attn_generate (its prefill/decode_step
+path, with the key/value cache, when the model has them); PyTorch with a
+hand-written key/value cache over the same module's weights.
+
+Usage: bench.py [--build DIR] [--attnc PATH] [--models a,b] [--rounds R]
+                [--reps N] [--budget S] [--batches 1,8] [--gen-new N] [--no-torch]
 """
 
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import shutil
@@ -40,6 +50,7 @@ MODELS = {
 
 T = 256
 BATCHES = (1, 8)
+THREADS = (1, 2)
 
 
 def log(*args):
@@ -64,20 +75,31 @@ def read_safetensors(path):
     return out
 
 
+def lcg_tokens(n):
+    """The ids driver.c uses."""
+    state, out = 12345, np.empty(n, dtype=np.int32)
+    for i in range(n):
+        state = (state * 1664525 + 1013904223) & 0xFFFFFFFF
+        out[i] = (state >> 8) % 256
+    return out
+
+
 # ---------------------------------------------------------------- PyTorch side
 
 
 def torch_worker(args):
-    """Runs in the child process with the fair environment."""
+    """The child process: loads the module, then serves JSON commands."""
     import torch
+    import torch.nn.functional as F
     from torch import nn
 
-    torch.set_num_threads(args.torch_threads)
+    torch.set_num_threads(2)
     weights = read_safetensors(args.weights)
     cfg = MODELS[args.model]
     vocab, d = weights["wte.weight"].shape
     ctx = weights["wpe.weight"].shape[0]
     layers = 1 + max(int(k.split(".")[1]) for k in weights if k.startswith("h."))
+    heads = cfg["heads"]
 
     class FeedForward(nn.Module):
         def __init__(self):
@@ -93,7 +115,7 @@ def torch_worker(args):
         def __init__(self):
             super().__init__()
             self.ln_1 = nn.LayerNorm(d)
-            self.attn = nn.MultiheadAttention(d, cfg["heads"], batch_first=True)
+            self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
             self.ln_2 = nn.LayerNorm(d)
             self.mlp = FeedForward()
 
@@ -101,6 +123,22 @@ def torch_worker(args):
             h = self.ln_1(x)
             x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
             return x + self.mlp(self.ln_2(x))
+
+        def cached(self, x, cache):
+            """The same block on new positions x [1, t, d] with the keys and
+            values of the earlier ones in `cache`."""
+            h = self.ln_1(x)
+            q, k, v = F.linear(h, self.attn.in_proj_weight, self.attn.in_proj_bias).split(d, -1)
+            split = lambda z: z.view(1, -1, heads, d // heads).transpose(1, 2)
+            q, k, v = split(q), split(k), split(v)
+            if cache is not None:
+                k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+            t, s = q.shape[2], k.shape[2]
+            att = (q @ k.transpose(-1, -2)) / math.sqrt(d // heads)
+            hidden = torch.ones(t, s, dtype=torch.bool).triu(s - t + 1)
+            y = (att.masked_fill(hidden, float("-inf")).softmax(-1) @ v)
+            x = x + self.attn.out_proj(y.transpose(1, 2).reshape(1, t, d))
+            return x + self.mlp(self.ln_2(x)), (k, v)
 
     class GPT(nn.Module):
         def __init__(self):
@@ -118,49 +156,139 @@ def torch_worker(args):
                 x = block(x, mask)
             return self.ln_f(x) @ self.wte.weight.t()
 
+        def generate(self, prompt, n):
+            """Greedy decoding with a key/value cache."""
+            caches, out, pos = [None] * len(self.h), [], 0
+            tokens = prompt
+            for _ in range(n):
+                t = tokens.shape[1]
+                x = self.wte(tokens) + self.wpe(torch.arange(pos, pos + t))
+                for i, block in enumerate(self.h):
+                    x, caches[i] = block.cached(x, caches[i])
+                logits = self.ln_f(x[:, -1]) @ self.wte.weight.t()
+                pos += t
+                tokens = logits.argmax(-1).view(1, 1)
+                out.append(int(tokens))
+            return out
+
     model = GPT()
     model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in weights.items()})
     model.eval()
-    result = {}
-    with torch.no_grad():
-        if args.check:
-            tokens = torch.from_numpy(np.load(args.check_tokens).astype(np.int64))
-            ref = np.load(args.check)
-            out = model(tokens).numpy()
-            result["rel_err"] = float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
-        for b in args.batches:
-            tokens = torch.from_numpy(lcg_tokens(b * T).reshape(b, T).astype(np.int64))
-            model(tokens)  # warm-up
-            times, spent = [], 0.0
-            for _ in range(args.reps):
-                t0 = time.perf_counter()
-                model(tokens)
-                times.append(time.perf_counter() - t0)
-                spent += times[-1]
-                if spent > args.budget:
-                    break
-            result[f"forward_B{b}"] = times
-        if args.gen_new:
-            prompt = torch.from_numpy(lcg_tokens(args.gen_prompt).astype(np.int64))[None]
-            seq = prompt
-            t0 = time.perf_counter()
-            for _ in range(args.gen_new):  # as attnc's runtime: full forward per token
-                logits = model(seq)[0, -1]
-                seq = torch.cat([seq, logits.argmax().view(1, 1)], dim=1)
-            result["generate"] = [time.perf_counter() - t0]
     with open("/proc/self/maps") as f:
         blas = sorted({l.split()[-1] for l in f if "blas" in l.split()[-1]})
-    result["blas"] = os.path.basename(blas[0]) if blas else "unknown"
-    print(json.dumps(result))
+    openblas = [b for b in blas if "openblas" in b]
+    info = {"blas": "OpenBLAS (" + os.path.basename(openblas[0]) + ")" if openblas
+            else os.path.basename(blas[0]) if blas else "unknown",
+            "version": torch.__version__}
+    print(json.dumps(info), flush=True)
+    warm = set()
+    with torch.no_grad():
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            if cmd["cmd"] == "quit":
+                break
+            if cmd["cmd"] == "check":
+                tokens = torch.from_numpy(np.load(cmd["tokens"]).astype(np.int64))
+                ref = np.load(cmd["reference"])
+                out = model(tokens).numpy()
+                check = {"rel_err": float(np.linalg.norm(out - ref) / np.linalg.norm(ref))}
+                # The cached decoding agrees with full recomputation.
+                prompt = tokens[:, :8]
+                seq, full = prompt, []
+                for _ in range(4):
+                    nxt = model(seq)[0, -1].argmax().view(1, 1)
+                    full.append(int(nxt))
+                    seq = torch.cat([seq, nxt], 1)
+                check["cache_ok"] = model.generate(prompt, 4) == full
+                print(json.dumps(check), flush=True)
+            elif cmd["cmd"] == "forward":
+                b, reps = cmd["b"], cmd["reps"]
+                tokens = torch.from_numpy(lcg_tokens(b * T).reshape(b, T).astype(np.int64))
+                if b not in warm:
+                    model(tokens)
+                    warm.add(b)
+                times = []
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    model(tokens)
+                    times.append(time.perf_counter() - t0)
+                print(json.dumps({"seconds": times}), flush=True)
+            elif cmd["cmd"] == "generate":
+                prompt = torch.from_numpy(lcg_tokens(cmd["prompt"]).astype(np.int64))[None]
+                model.generate(prompt, 1)
+                t0 = time.perf_counter()
+                model.generate(prompt, cmd["new"])
+                print(json.dumps({"seconds": [time.perf_counter() - t0]}), flush=True)
 
 
-def lcg_tokens(n):
-    """The ids driver.c uses."""
-    state, out = 12345, np.empty(n, dtype=np.int32)
-    for i in range(n):
-        state = (state * 1664525 + 1013904223) & 0xFFFFFFFF
-        out[i] = (state >> 8) % 256
-    return out
+class TorchProcess:
+    def __init__(self, model, weights, blas_dir):
+        env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX", OMP_WAIT_POLICY="PASSIVE")
+        if blas_dir:
+            env["LD_LIBRARY_PATH"] = blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
+        self.p = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--torch-worker", "--model", model,
+             "--weights", weights], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=env)
+        self.info = json.loads(self.p.stdout.readline())
+
+    def ask(self, **cmd):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError("the PyTorch worker died")
+        return json.loads(line)
+
+    def forward(self, b, reps):
+        return self.ask(cmd="forward", b=b, reps=reps)["seconds"]
+
+    def generate(self, prompt, new):
+        return new / self.ask(cmd="generate", prompt=prompt, new=new)["seconds"][0]
+
+    def close(self):
+        try:
+            self.p.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.p.stdin.close()
+        except OSError:
+            pass
+        self.p.wait()
+
+
+class AttncProcess:
+    def __init__(self, exe, weights, threads):
+        self.p = subprocess.Popen([exe, "serve", weights, str(threads)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        out = []
+        while True:
+            reply = self.p.stdout.readline()
+            if not reply:
+                raise RuntimeError("the attnc driver died")
+            if reply.strip() == "ok":
+                return out
+            out.append(reply.split())
+
+    def forward(self, b, reps):
+        return [float(r[1]) for r in self.ask(f"forward {b} {T} {reps}")]
+
+    def generate(self, prompt, new):
+        r = self.ask(f"generate {prompt} {new}")[0]
+        return int(r[3]) / float(r[1])
+
+    def close(self):
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.close()
+        except OSError:
+            pass
+        self.p.wait()
+
+
+# ------------------------------------------------------------------ the run
 
 
 def openblas_dir(work):
@@ -198,13 +326,6 @@ def torch_available():
         return False
 
 
-# ------------------------------------------------------------------ attnc side
-
-
-def torch_version():
-    return run([sys.executable, "-c", "import torch; print(torch.__version__)"]).strip()
-
-
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -216,28 +337,38 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def measure(systems, b, rounds, reps, budget):
+    """Interleaved rounds of `reps` runs per system (fewer for slow ones, so
+    that a system spends about `budget` seconds in all); medians."""
+    times = {name: [] for name in systems}
+    per_run = {name: sys_.forward(b, 1)[0] for name, sys_ in systems.items()}  # + warm-up
+    for r in range(rounds):
+        for name, sys_ in systems.items():
+            k = max(1, min(reps, int(budget / rounds / max(per_run[name], 1e-9))))
+            if r > 0 and sum(times[name]) > budget:
+                continue
+            times[name] += sys_.forward(b, k)
+    return {name: (statistics.median(t), len(t)) for name, t in times.items()}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--attnc", help="the compiler to measure (default: BUILD/bin/attnc)")
     parser.add_argument("--work", help="scratch directory (default: BUILD/bench)")
     parser.add_argument("--models", default="char_gpt,gpt2_small")
-    parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--budget", type=float, default=20.0,
-                        help="seconds per measurement before stopping early")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=3, help="runs per system per round")
+    parser.add_argument("--budget", type=float, default=30.0,
+                        help="seconds of runs per system and workload, about")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--batches", default=",".join(str(b) for b in BATCHES),
+                        help="batch sizes of the forward runs")
     parser.add_argument("--gen-new", type=int, default=32)
     parser.add_argument("--gen-prompt", type=int, default=64)
-    # Child-process mode.
     parser.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--weights", help=argparse.SUPPRESS)
-    parser.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")],
-                        default=list(BATCHES), help=argparse.SUPPRESS)
-    parser.add_argument("--torch-threads", type=int, default=2, help=argparse.SUPPRESS)
-    parser.add_argument("--check", help=argparse.SUPPRESS)
-    parser.add_argument("--check-tokens", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.torch_worker:
         return torch_worker(args)
@@ -247,13 +378,12 @@ def main():
     work = args.work or os.path.join(args.build, "bench")
     os.makedirs(work, exist_ok=True)
     cc = shutil.which("clang-22") or shutil.which("cc")
-    threads = [int(t) for t in args.threads.split(",")]
     use_torch = not args.no_torch and torch_available()
     if not use_torch:
         log("PyTorch not importable (or --no-torch): attnc figures only")
     blas_dir = openblas_dir(work) if use_torch else None
 
-    rows, notes, blas = [], [], None
+    rows, notes, torch_info = [], [], None
     for model in args.models.split(","):
         src = os.path.join(ROOT, "models", model + ".tfm")
         obj = os.path.join(work, model + ".o")
@@ -262,80 +392,60 @@ def main():
         log(f"[{model}] attnc compile")
         t0 = time.perf_counter()
         run([attnc, "compile", src, "-o", obj])
-        compile_s = time.perf_counter() - t0
-        notes.append(f"{model}: attnc compile {compile_s:.1f} s")
+        notes.append(f"{model}: `attnc compile` {time.perf_counter() - t0:.1f} s")
         run([cc, "-O2", "-o", exe, os.path.join(ROOT, "tools", "bench", "driver.c"), obj,
              runtime, f"-DMODEL_INFO={model}_model_info",
              "-I", os.path.join(ROOT, "runtime", "include"), "-lm", "-lpthread"])
         if not os.path.exists(weights):
             run([exe, "init", "1", weights])
 
-        attnc_tps = {}
-        check_out = None
-        for b in BATCHES:
-            for nt in threads:
-                log(f"[{model}] attnc forward B={b} T={T} threads={nt}")
-                out_npy = os.path.join(work, f"{model}-B1.npy") if b == 1 else None
-                cmd = [exe, "forward", weights, str(b), str(T), str(args.reps), str(nt),
-                       str(args.budget)] + ([out_npy] if out_npy else [])
-                times = [float(l.split()[1]) for l in run(cmd).splitlines()
-                         if l.startswith("seconds")]
-                attnc_tps[(b, nt)] = (b * T / statistics.median(times), len(times))
-                if out_npy:
-                    check_out = out_npy
-        gen = None
-        if args.gen_new and attnc_tps[(1, threads[0])][0] > 2 * args.gen_prompt:
-            log(f"[{model}] attnc generate")
-            line = run([exe, "generate", weights, str(args.gen_prompt), str(args.gen_new),
-                        str(threads[-1])]).split()
-            gen = int(line[3]) / float(line[1])
-
-        torch_res = {}
+        systems = {f"attnc/{t}": AttncProcess(exe, weights, t) for t in THREADS}
         if use_torch:
-            log(f"[{model}] PyTorch forward")
-            np.save(os.path.join(work, "tokens-B1.npy"), lcg_tokens(T).reshape(1, T))
-            env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX", OMP_WAIT_POLICY="PASSIVE")
-            if blas_dir:
-                env["LD_LIBRARY_PATH"] = blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
-            cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker",
-                   "--model", model, "--weights", weights, "--reps", str(args.reps),
-                   "--budget", str(args.budget), "--check", check_out,
-                   "--check-tokens", os.path.join(work, "tokens-B1.npy"),
-                   "--gen-new", str(args.gen_new if gen else 0),
-                   "--gen-prompt", str(args.gen_prompt)]
-            torch_res = json.loads(run(cmd, env=env).splitlines()[-1])
-            notes.append(f"{model}: attnc vs PyTorch output, B=1 T={T}: "
-                         f"relative error {torch_res['rel_err']:.1e}")
-            blas = torch_res["blas"]
+            log(f"[{model}] PyTorch: load and check")
+            torch_proc = TorchProcess(model, weights, blas_dir)
+            torch_info = torch_proc.info
+            tokens = os.path.join(work, "tokens-B1.npy")
+            np.save(tokens, lcg_tokens(T).reshape(1, T))
+            out = os.path.join(work, f"{model}-B1.npy")
+            run([exe, "forward", weights, "1", str(T), "1", out])
+            check = torch_proc.ask(cmd="check", tokens=tokens, reference=out)
+            notes.append(f"{model}: PyTorch vs attnc output, B=1 T={T}: relative error "
+                         f"{check['rel_err']:.1e}; PyTorch's cached decoding matches its "
+                         f"full recomputation: {check['cache_ok']}")
+            systems["PyTorch/2"] = torch_proc
+        try:
+            for b in [int(x) for x in args.batches.split(",")]:
+                log(f"[{model}] forward B={b} T={T}")
+                res = measure(systems, b, args.rounds, args.reps, args.budget)
+                ref = res["PyTorch/2"][0] if "PyTorch/2" in res else None
+                for name in sorted(res, key=lambda n: (not n.startswith("PyTorch"), n)):
+                    med, n = res[name]
+                    system, threads = name.split("/")
+                    rows.append((model, f"forward B={b} T={T}", system + " eager" * (system == "PyTorch"),
+                                 threads, f"{b * T / med:,.0f}",
+                                 f"{ref / med:.2f}" if ref else "-", n))
+            if args.gen_new:
+                log(f"[{model}] generate")
+                gen = {name: s.generate(args.gen_prompt, args.gen_new)
+                       for name, s in systems.items()}
+                ref = gen.get("PyTorch/2")
+                for name in sorted(gen, key=lambda n: (not n.startswith("PyTorch"), n)):
+                    system, threads = name.split("/")
+                    rows.append((model, f"generate {args.gen_new} after {args.gen_prompt}",
+                                 system + " eager" * (system == "PyTorch"), threads,
+                                 f"{gen[name]:,.1f}",
+                                 f"{gen[name] / ref:.2f}" if ref else "-", 1))
+        finally:
+            for s in systems.values():
+                s.close()
 
-        for b in BATCHES:
-            ref = None
-            if f"forward_B{b}" in torch_res:
-                ts = torch_res[f"forward_B{b}"]
-                ref = b * T / statistics.median(ts)
-                rows.append((model, f"forward B={b} T={T}", "PyTorch eager", "2",
-                             f"{ref:,.0f}", "1.00", len(ts)))
-            for nt in threads:
-                tps, n = attnc_tps[(b, nt)]
-                ratio = f"{tps / ref:.2f}" if ref else "-"
-                rows.append((model, f"forward B={b} T={T}", "attnc", str(nt),
-                             f"{tps:,.0f}", ratio, n))
-        if gen:
-            ref = None
-            if "generate" in torch_res:
-                ref = args.gen_new / torch_res["generate"][0]
-                rows.append((model, f"generate {args.gen_new} after {args.gen_prompt}",
-                             "PyTorch eager", "2", f"{ref:,.1f}", "1.00", 1))
-            rows.append((model, f"generate {args.gen_new} after {args.gen_prompt}", "attnc",
-                         str(threads[-1]), f"{gen:,.1f}", f"{gen / ref:.2f}" if ref else "-", 1))
-
-    ncores = os.cpu_count()
-    print(f"machine: {cpu_model()}, {ncores} cores; "
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores; "
           f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}")
-    print("tokens/s, median of runs after a warm-up; ratio = attnc / PyTorch (2 threads)")
-    if use_torch:
-        print(f"PyTorch {torch_version()} eager, BLAS {blas}, OPENBLAS_CORETYPE=SkylakeX "
-              "OMP_WAIT_POLICY=PASSIVE, torch.set_num_threads(2)")
+    print("tokens/s, median of the runs after a warm-up, systems interleaved; "
+          "ratio = tokens/s / PyTorch's (2 threads)")
+    if torch_info:
+        print(f"PyTorch {torch_info['version']} eager, BLAS {torch_info['blas']}, "
+              "OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE, torch.set_num_threads(2)")
     print()
     header = ("model", "workload", "system", "threads", "tokens/s", "ratio", "runs")
     print("| " + " | ".join(header) + " |")

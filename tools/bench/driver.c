@@ -5,13 +5,20 @@
  * calls are timed: no process start-up, no file I/O.
  *
  *   driver init SEED OUT.safetensors
- *   driver forward W.safetensors B T REPS THREADS BUDGET [OUT.npy]
- *   driver generate W.safetensors PROMPT_LEN NEW_TOKENS THREADS
+ *   driver forward W.safetensors B T THREADS OUT.npy     one run, result saved
+ *   driver serve W.safetensors THREADS                    commands on stdin:
+ *     forward B T REPS   REPS timed runs of forward on B x T tokens (after one
+ *                        warm-up the first time a shape is seen), one line
+ *                        "seconds S" each
+ *     generate P N       one greedy generation of N tokens after a P-token
+ *                        prompt through attn_generate (after a 1-token
+ *                        warm-up): "seconds S tokens N"
+ *     quit
+ *   each command's output ends with a line "ok".
  *
- * forward prints one line per timed run (after one warm-up): "seconds S",
- * stopping early once BUDGET seconds were spent (at least one run);
- * OUT.npy, when given, receives the last run's result. generate prints
- * "seconds S tokens N" for one greedy generation after a warm-up. */
+ * `serve` keeps the weights loaded so that bench.py can interleave attnc's
+ * runs with PyTorch's on a machine whose load changes. Token ids are below
+ * 256 (a valid id for every model here), the same as bench.py's. */
 #include "attn/runtime.h"
 
 #include <stdio.h>
@@ -46,7 +53,7 @@ static attn_ctx *open_ctx(const char *weights, int threads) {
   return ctx;
 }
 
-/* Deterministic token ids below 256 (a valid id for every model here). */
+/* Deterministic token ids below 256 (bench.py's lcg_tokens). */
 static void fill_tokens(int32_t *ids, int64_t n) {
   uint32_t state = 12345u;
   for (int64_t i = 0; i < n; ++i) {
@@ -55,8 +62,101 @@ static void fill_tokens(int32_t *ids, int64_t n) {
   }
 }
 
+/* One forward on B x T tokens; the result is saved to `out` when non-NULL.
+ * Returns the seconds the call took, or -1. */
+static double run_forward(attn_ctx *ctx, int64_t b, int64_t t,
+                          const char *out) {
+  int64_t dims[2] = {b, t};
+  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(b * t));
+  if (!ids)
+    return -1;
+  fill_tokens(ids, b * t);
+  attn_tensor tokens, result;
+  attn_tensor_view(&tokens, ATTN_I32, 2, dims, ids);
+  memset(&result, 0, sizeof result);
+  const attn_tensor *in[] = {&tokens};
+  double t0 = now();
+  attn_status st = attn_run(ctx, "forward", in, 1, &result, 1);
+  double t1 = now();
+  free(ids);
+  if (st != ATTN_OK)
+    return -1;
+  if (out && attn_npy_save(out, &result) != ATTN_OK) {
+    attn_tensor_release(&result);
+    return -1;
+  }
+  attn_tensor_release(&result);
+  return t1 - t0;
+}
+
+static double run_generate(attn_ctx *ctx, int64_t prompt_len, int64_t num_new,
+                           int64_t *generated) {
+  int32_t *prompt = malloc(sizeof(int32_t) * (size_t)prompt_len);
+  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(num_new > 0 ? num_new : 1));
+  if (!prompt || !ids) {
+    free(prompt);
+    free(ids);
+    return -1;
+  }
+  fill_tokens(prompt, prompt_len);
+  attn_generate_options opts;
+  memset(&opts, 0, sizeof opts);
+  opts.sampler.temperature = 0; /* greedy */
+  double t0 = now();
+  attn_status st = attn_generate(ctx, prompt, prompt_len, num_new, &opts, ids,
+                                 generated);
+  double t1 = now();
+  free(prompt);
+  free(ids);
+  return st == ATTN_OK ? t1 - t0 : -1;
+}
+
+static int serve(attn_ctx *ctx) {
+  char line[256];
+  int64_t warm_b[64], warm_t[64];
+  int warmed = 0;
+  while (fgets(line, sizeof line, stdin)) {
+    long long a = 0, b = 0, c = 0;
+    if (!strncmp(line, "quit", 4))
+      return 0;
+    if (sscanf(line, "forward %lld %lld %lld", &a, &b, &c) == 3) {
+      int seen = 0;
+      for (int i = 0; i < warmed; ++i)
+        seen |= warm_b[i] == a && warm_t[i] == b;
+      if (!seen) {
+        if (run_forward(ctx, a, b, NULL) < 0)
+          return fail("forward");
+        if (warmed < 64) {
+          warm_b[warmed] = a;
+          warm_t[warmed++] = b;
+        }
+      }
+      for (long long r = 0; r < c; ++r) {
+        double s = run_forward(ctx, a, b, NULL);
+        if (s < 0)
+          return fail("forward");
+        printf("seconds %.6f\n", s);
+      }
+    } else if (sscanf(line, "generate %lld %lld", &a, &b) == 2) {
+      int64_t generated = 0;
+      if (run_generate(ctx, a, 1, &generated) < 0)
+        return fail("generate");
+      double s = run_generate(ctx, a, b, &generated);
+      if (s < 0)
+        return fail("generate");
+      printf("seconds %.6f tokens %lld\n", s, (long long)generated);
+    } else {
+      fprintf(stderr, "error: unknown command: %s", line);
+      return 2;
+    }
+    printf("ok\n");
+    fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc >= 4 && !strcmp(argv[1], "init")) {
+  if (argc == 4 && !strcmp(argv[1], "init")) {
     attn_ctx *ctx = open_ctx(NULL, 1);
     if (!ctx)
       return fail("context");
@@ -66,68 +166,24 @@ int main(int argc, char **argv) {
     attn_ctx_destroy(ctx);
     return 0;
   }
-  if (argc >= 8 && !strcmp(argv[1], "forward")) {
-    int64_t dims[2] = {atoll(argv[3]), atoll(argv[4])};
-    int reps = atoi(argv[5]), threads = atoi(argv[6]);
-    double budget = atof(argv[7]), spent = 0;
-    attn_ctx *ctx = open_ctx(argv[2], threads);
+  if (argc == 7 && !strcmp(argv[1], "forward")) {
+    attn_ctx *ctx = open_ctx(argv[2], atoi(argv[5]));
     if (!ctx)
       return fail(argv[2]);
-    int32_t *ids = malloc(sizeof(int32_t) * dims[0] * dims[1]);
-    fill_tokens(ids, dims[0] * dims[1]);
-    attn_tensor tokens, out;
-    attn_tensor_view(&tokens, ATTN_I32, 2, dims, ids);
-    const attn_tensor *in[] = {&tokens};
-    for (int r = -1; r < reps; ++r) {
-      memset(&out, 0, sizeof out);
-      double t0 = now();
-      if (attn_run(ctx, "forward", in, 1, &out, 1) != ATTN_OK)
-        return fail("forward");
-      double t1 = now();
-      if (r >= 0) {
-        printf("seconds %.6f\n", t1 - t0);
-        spent += t1 - t0;
-      }
-      fflush(stdout);
-      int last = r == reps - 1 || (r >= 0 && spent > budget);
-      if (last && argc >= 9 && attn_npy_save(argv[8], &out) != ATTN_OK)
-        return fail(argv[8]);
-      attn_tensor_release(&out);
-      if (last)
-        break;
-    }
-    free(ids);
+    if (run_forward(ctx, atoll(argv[3]), atoll(argv[4]), argv[6]) < 0)
+      return fail("forward");
     attn_ctx_destroy(ctx);
     return 0;
   }
-  if (argc >= 6 && !strcmp(argv[1], "generate")) {
-    int64_t prompt_len = atoll(argv[3]), num_new = atoll(argv[4]);
-    int threads = atoi(argv[5]);
-    attn_ctx *ctx = open_ctx(argv[2], threads);
+  if (argc == 4 && !strcmp(argv[1], "serve")) {
+    attn_ctx *ctx = open_ctx(argv[2], atoi(argv[3]));
     if (!ctx)
       return fail(argv[2]);
-    int32_t *prompt = malloc(sizeof(int32_t) * prompt_len);
-    int32_t *ids = malloc(sizeof(int32_t) * num_new);
-    fill_tokens(prompt, prompt_len);
-    attn_generate_options opts;
-    memset(&opts, 0, sizeof opts);
-    opts.sampler.temperature = 0; /* greedy */
-    for (int r = 0; r < 2; ++r) {
-      int64_t generated = 0;
-      double t0 = now();
-      if (attn_generate(ctx, prompt, prompt_len, r ? num_new : 1, &opts, ids,
-                        &generated) != ATTN_OK)
-        return fail("generate");
-      double t1 = now();
-      if (r)
-        printf("seconds %.6f tokens %lld\n", t1 - t0, (long long)generated);
-    }
-    free(prompt);
-    free(ids);
+    int status = serve(ctx);
     attn_ctx_destroy(ctx);
-    return 0;
+    return status;
   }
-  fprintf(stderr, "usage: driver init SEED OUT | forward W B T REPS THREADS "
-                  "BUDGET [OUT.npy] | generate W PROMPT_LEN NEW THREADS\n");
+  fprintf(stderr, "usage: driver init SEED OUT | forward W B T THREADS OUT.npy"
+                  " | serve W THREADS\n");
   return 2;
 }

@@ -109,6 +109,9 @@ static void buildLoopsPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createLowerVectorPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Independent outer loops (attention's batch x heads, element-wise rows)
+  // on the context's thread pool.
+  pm.addPass(createParallelizeLoopsPass());
 }
 
 /// loops to the LLVM dialect, with a C interface per entry point.

@@ -16,6 +16,11 @@
 //           C <- accumulators (masked past N)
 //       the M % MR rows left: the same with a 1-row tile
 //
+// With fewer rows than MR (a decoding step: B tokens) and B stored as W[N, K],
+// packing would cost as much as the product: the kernel instead takes dot
+// products along K, 4 rows x 4 columns of vector accumulators (W read once
+// per 4 rows), and one horizontal reduction per element of C.
+//
 // The loop nest is emitted once per module and kind (B as [K, N] or as
 // [N, K]) in an internal function, `__attn_sgemm_{nn,nt}_<lanes>x<regs>(A, B,
 // C, nBegin, nEnd)` over dynamic sizes and strides (unit innermost stride),
@@ -119,6 +124,107 @@ public:
     f32 = b.getF32Type();
     vecType = VectorType::get({lanes}, f32);
     zeroF = arith::ConstantOp::create(b, b.getF32FloatAttr(0));
+    if (!ops.transposedB)
+      return emitPacked(nBegin, nEnd);
+    // Fewer rows than a register tile (a decoding step's B tokens): packing
+    // W would cost more than the product; dot products along K instead.
+    Value m = memref::DimOp::create(b, ops.a, 0);
+    Value few = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, m,
+                                      index(rows));
+    auto branch = scf::IfOp::create(b, few, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    emitDots(nBegin, nEnd);
+    b.setInsertionPointToStart(branch.elseBlock());
+    emitPacked(nBegin, nEnd);
+  }
+
+  /// C[m, n] += A[m, :] . W[n, :] for W stored [N, K]: groups of up to 4
+  /// rows x 4 columns (2 with 16 registers) of vector accumulators along K,
+  /// one horizontal reduction per element of C. W is read once per group of
+  /// rows, not packed.
+  void emitDots(Value nBegin, Value nEnd) {
+    int64_t cols4 = rows >= 8 ? 4 : 2;
+    Value m = memref::DimOp::create(b, ops.a, 0);
+    Value k = memref::DimOp::create(b, ops.a, 1);
+    Value kFull = arith::SubIOp::create(
+        b, k, arith::RemSIOp::create(b, k, index(lanes)));
+    Value mFull = arith::SubIOp::create(b, m,
+                                        arith::RemSIOp::create(b, m, index(4)));
+    Value span = arith::SubIOp::create(b, nEnd, nBegin);
+    Value nFull = arith::SubIOp::create(
+        b, nEnd, arith::RemSIOp::create(b, span, index(cols4)));
+    auto loop = [&](ImplicitLocOpBuilder &ib, Value from, Value to,
+                    int64_t step, function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+      scf::ForOp::create(ib, from, to, index(ib, step), ValueRange{},
+                         [&](OpBuilder &nb, Location loc, Value iv, ValueRange) {
+                           ImplicitLocOpBuilder lb(loc, nb);
+                           body(lb, iv);
+                           scf::YieldOp::create(lb);
+                         });
+    };
+    auto rowGroup = [&](ImplicitLocOpBuilder &ib, Value m0, int64_t mr) {
+      loop(ib, nBegin, nFull, cols4, [&](ImplicitLocOpBuilder &jb, Value n0) {
+        emitDotTile(jb, m0, mr, n0, cols4, k, kFull);
+      });
+      loop(ib, nFull, nEnd, 1, [&](ImplicitLocOpBuilder &jb, Value n0) {
+        emitDotTile(jb, m0, mr, n0, 1, k, kFull);
+      });
+    };
+    loop(b, index(0), mFull, 4,
+         [&](ImplicitLocOpBuilder &ib, Value m0) { rowGroup(ib, m0, 4); });
+    loop(b, mFull, m, 1,
+         [&](ImplicitLocOpBuilder &ib, Value m0) { rowGroup(ib, m0, 1); });
+  }
+
+  void emitDotTile(ImplicitLocOpBuilder &ib, Value m0, int64_t mr, Value n0,
+                   int64_t nr, Value k, Value kFull) {
+    SmallVector<Value> rowIdx, colIdx;
+    for (int64_t i = 0; i < mr; ++i)
+      rowIdx.push_back(i ? arith::AddIOp::create(ib, m0, index(ib, i)) : m0);
+    for (int64_t j = 0; j < nr; ++j)
+      colIdx.push_back(j ? arith::AddIOp::create(ib, n0, index(ib, j)) : n0);
+    Value zeroV = arith::ConstantOp::create(
+        ib, DenseElementsAttr::get(vecType, ib.getF32FloatAttr(0)));
+    SmallVector<Value> init(mr * nr, zeroV);
+    // One step of the dot products at kk; `inBounds` false masks past K.
+    auto step = [&](ImplicitLocOpBuilder &lb, Value kk, ValueRange acc,
+                    bool inBounds) {
+      SmallVector<Value> w, a, next;
+      for (int64_t j = 0; j < nr; ++j)
+        w.push_back(vector::TransferReadOp::create(
+            lb, vecType, ops.b, ValueRange{colIdx[j], kk}, zeroF,
+            ArrayRef<bool>{inBounds}));
+      for (int64_t i = 0; i < mr; ++i)
+        a.push_back(vector::TransferReadOp::create(
+            lb, vecType, ops.a, ValueRange{rowIdx[i], kk}, zeroF,
+            ArrayRef<bool>{inBounds}));
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t j = 0; j < nr; ++j)
+          next.push_back(vector::FMAOp::create(lb, a[i], w[j], acc[i * nr + j]));
+      return next;
+    };
+    auto loop = scf::ForOp::create(
+        ib, index(ib, 0), kFull, index(ib, lanes), init,
+        [&](OpBuilder &kb, Location loc, Value kk, ValueRange acc) {
+          ImplicitLocOpBuilder lb(loc, kb);
+          scf::YieldOp::create(lb, step(lb, kk, acc, /*inBounds=*/true));
+        });
+    // The last K % lanes elements, masked (nothing when K is a multiple).
+    SmallVector<Value> acc = step(ib, kFull, loop.getResults(), false);
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nr; ++j) {
+        Value sum = vector::ReductionOp::create(
+            ib, vector::CombiningKind::ADD, acc[i * nr + j]);
+        Value c = memref::LoadOp::create(ib, ops.c,
+                                         ValueRange{rowIdx[i], colIdx[j]});
+        memref::StoreOp::create(ib, arith::AddFOp::create(ib, c, sum), ops.c,
+                                ValueRange{rowIdx[i], colIdx[j]});
+      }
+  }
+
+  /// The packed, register-tiled product (the file comment's loop nest).
+  void emitPacked(Value nBegin, Value nEnd) {
     Value zero = index(0);
     Value m = memref::DimOp::create(b, ops.a, 0);
     Value k = memref::DimOp::create(b, ops.a, 1);

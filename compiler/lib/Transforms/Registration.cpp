@@ -12,6 +12,7 @@ void registerMathApproximationPass();
 void registerLowerVectorPass();
 void registerFuseElementwisePass();
 void registerReuseBuffersPass();
+void registerParallelizeLoopsPass();
 void registerLowerDynamicReshapesPass();
 
 void registerAttnCodegenPasses() {
@@ -21,6 +22,7 @@ void registerAttnCodegenPasses() {
   registerLowerVectorPass();
   registerFuseElementwisePass();
   registerReuseBuffersPass();
+  registerParallelizeLoopsPass();
   registerLowerDynamicReshapesPass();
 }
 

@@ -10,6 +10,8 @@
 // whose innermost loop is a reduction gets a vector.multi_reduction per
 // tile. Ops the vectoriser rejects (a gather reading a table inside its
 // body, for one) stay as tiled linalg ops for convert-linalg-to-loops.
+// memref.copy ops into or out of strided slices become linalg.copy first
+// (they would otherwise call the runtime's element-by-element memrefCopy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +56,24 @@ struct VectorizeLinalgPass
   }
 
   void runOnOperation() override {
+    // memref.copy between buffers that are not both plain row-major (a tile
+    // written into a slice, as attention's output) would call the generic
+    // element-by-element memrefCopy: make it a linalg.copy, vectorised below.
+    // Identity-layout copies stay memcpy.
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp copy) {
+      auto src = cast<MemRefType>(copy.getSource().getType());
+      auto dst = cast<MemRefType>(copy.getTarget().getType());
+      if (src.getRank() > 0 && src.getElementType().isIntOrFloat() &&
+          (!src.getLayout().isIdentity() || !dst.getLayout().isIdentity()))
+        copies.push_back(copy);
+    });
+    for (memref::CopyOp copy : copies) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                             copy.getTarget());
+      copy->erase();
+    }
     SmallVector<linalg::LinalgOp> ops;
     getOperation().walk([&](linalg::LinalgOp op) {
       if (op.hasPureBufferSemantics() && op.getNumLoops() > 0)
@@ -65,12 +85,19 @@ struct VectorizeLinalgPass
   }
 
   /// The vector size of the innermost loop: 4 registers, or the static
-  /// size when it is smaller.
+  /// size when it is smaller. A static reduction of up to 64 registers
+  /// (a layer norm's row) is one vector, so that each row has one
+  /// horizontal reduction rather than one per 4 registers.
   int64_t innerVectorSize(linalg::LinalgOp op) const {
     int64_t width = 4 * lanes;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t inner = ranges.back();
-    if (!ShapedType::isDynamic(inner) && inner < width)
+    if (ShapedType::isDynamic(inner))
+      return width;
+    if (inner < width)
+      return inner;
+    if (linalg::isReductionIterator(op.getIteratorTypesArray().back()) &&
+        inner <= 64 * lanes)
       return inner;
     return width;
   }

@@ -182,7 +182,7 @@ static LogicalResult inferElementwise(OptLoc loc, ValueRange operands,
 #define ATTN_INFER_BINARY(OP)                                                  \
   LogicalResult OP::inferReturnTypes(MLIRContext *, OptLoc loc,                \
                                      Adaptor adaptor, InferredTypes &types) {  \
-    ValueRange operands = {adaptor.getLhs(), adaptor.getRhs()};              \
+    Value operands[] = {adaptor.getLhs(), adaptor.getRhs()};                   \
     return inferElementwise(loc, operands, operands,                           \
                             rankedType(adaptor.getLhs()).getElementType(),     \
                             types);                                            \
@@ -196,7 +196,7 @@ ATTN_INFER_BINARY(DivOp)
 LogicalResult CompareOp::inferReturnTypes(MLIRContext *context, OptLoc loc,
                                           Adaptor adaptor,
                                           InferredTypes &types) {
-  ValueRange operands = {adaptor.getLhs(), adaptor.getRhs()};
+  Value operands[] = {adaptor.getLhs(), adaptor.getRhs()};
   return inferElementwise(loc, operands, operands,
                           IntegerType::get(context, 1), types);
 }

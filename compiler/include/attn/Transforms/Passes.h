@@ -73,6 +73,12 @@ std::unique_ptr<mlir::Pass> createLowerVectorPass();
 /// expand-strided-metadata crashes on them).
 std::unique_ptr<mlir::Pass> createLowerDynamicReshapesPass();
 
+/// `attn-parallelize-loops`: an outermost scf.for of an entry point (or a
+/// perfect nest of two, flattened) whose iterations provably touch disjoint
+/// memory is outlined into a task run by the runtime's
+/// `attn_parallel_for(NULL, n, task, arg)` on the calling context's pool.
+std::unique_ptr<mlir::Pass> createParallelizeLoopsPass();
+
 /// Registers the passes above for `attnc-opt`.
 void registerAttnCodegenPasses();
 
