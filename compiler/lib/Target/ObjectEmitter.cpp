@@ -28,7 +28,7 @@ using namespace mlir;
 namespace attn {
 
 /// Must match ATTN_ABI_VERSION in runtime/include/attn/abi.h.
-static constexpr int kAbiVersion = 2;
+static constexpr int kAbiVersion = 3;
 
 bool isKnownTarget(llvm::StringRef target) {
   return target == "host" || target == "x86-64-v3" || target == "x86-64-v4";
@@ -160,10 +160,10 @@ public:
 
   // attn_model_info { abi_version, name, target, num_param_elements,
   //                   num_params, params, num_entries, entries,
-  //                   kv_cache_floats_per_position }
+  //                   kv_cache_floats_per_position, train }
   llvm::StructType *modelType() {
-    return llvm::StructType::get(context,
-                                 {i32, ptr, ptr, i64, i32, ptr, i32, ptr, i64});
+    return llvm::StructType::get(
+        context, {i32, ptr, ptr, i64, i32, ptr, i32, ptr, i64, ptr});
   }
 
   llvm::Module &module;
@@ -201,7 +201,9 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
        b.array(b.paramType(), params, ".attn.params"),
        llvm::ConstantInt::get(b.i32, info.entries.size()),
        b.array(b.entryType(), entries, ".attn.entries"),
-       llvm::ConstantInt::get(b.i64, info.kvCacheFloatsPerPosition)});
+       llvm::ConstantInt::get(b.i64, info.kvCacheFloatsPerPosition),
+       // The training section: emitted with the training entry points.
+       llvm::ConstantPointerNull::get(b.ptr)});
   auto *global = new llvm::GlobalVariable(
       module, b.modelType(), true, llvm::GlobalValue::ExternalLinkage, model,
       info.name + "_model_info");

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 2
+#define ATTN_ABI_VERSION 3
 
 /* Element types of tensors. */
 typedef enum attn_dtype {
@@ -65,9 +65,65 @@ typedef enum attn_arg_kind {
   ATTN_ARG_KV_CACHE = 2, /* the context's key/value cache, a rank-1 f32
                             memref of batch * capacity *
                             kv_cache_floats_per_position floats */
-  ATTN_ARG_KV_STATE = 3  /* a rank-1 i64 memref of 2: the positions cached
+  ATTN_ARG_KV_STATE = 3, /* a rank-1 i64 memref of 2: the positions cached
                             (the entry point advances it) and the capacity */
+  /* Training (the entry points `<loss>_grad` and `train_step`). Each of the
+   * next three is a rank-1 f32 memref of num_param_elements floats laid out
+   * exactly as the parameter buffer (same offsets); the entry point writes
+   * it in place. */
+  ATTN_ARG_GRADS = 4,         /* d loss / d param, written by `<loss>_grad` */
+  ATTN_ARG_FIRST_MOMENT = 5,  /* Adam's m, read and updated by train_step */
+  ATTN_ARG_SECOND_MOMENT = 6, /* Adam's v, read and updated by train_step */
+  ATTN_ARG_HYPER = 7,  /* a rank-1 f32 memref of ATTN_HYPER_COUNT floats,
+                          indexed by attn_hyper_index */
+  ATTN_ARG_SEED = 8    /* a rank-0 i64 memref: the dropout seed of this call
+                          (the runtime derives it from --seed and the step,
+                          attn_dropout_seed); dropout is active exactly in
+                          the entry points that take one */
 } attn_arg_kind;
+
+/* The run-time hyperparameters of train_step (ATTN_ARG_HYPER), so that the
+ * values of the model's `train { }` section are defaults the binary can
+ * override without recompiling. The runtime evaluates the learning-rate
+ * schedule and passes this step's rate. In train_step, the PARAMS buffer is
+ * updated in place too. */
+typedef enum attn_hyper_index {
+  ATTN_HYPER_LR = 0,           /* this step's learning rate (scheduled) */
+  ATTN_HYPER_BETA1 = 1,
+  ATTN_HYPER_BETA2 = 2,
+  ATTN_HYPER_EPS = 3,
+  ATTN_HYPER_WEIGHT_DECAY = 4, /* decoupled for adamw, L2 for adam */
+  ATTN_HYPER_CLIP_NORM = 5,    /* global-norm clipping; 0 = off */
+  ATTN_HYPER_STEP = 6,         /* t, counted from 1 (exact to 2^24) */
+  ATTN_HYPER_COUNT = 7
+} attn_hyper_index;
+
+/* Optimizers and schedules of `train { }` (LANGUAGE.md section 7). */
+typedef enum attn_optimizer_kind {
+  ATTN_OPTIMIZER_ADAM = 0,
+  ATTN_OPTIMIZER_ADAMW = 1
+} attn_optimizer_kind;
+
+typedef enum attn_schedule_kind {
+  ATTN_SCHEDULE_CONSTANT = 0,     /* lr */
+  ATTN_SCHEDULE_COSINE = 1,       /* linear warmup over `warmup` steps, then
+                                     cosine decay to 0 at `steps` */
+  ATTN_SCHEDULE_WARMUP_RSQRT = 2  /* lr * d_model^-0.5 *
+                                     min(t^-0.5, t * warmup^-1.5) */
+} attn_schedule_kind;
+
+/* The `train { }` section: the defaults of the binary's `train` command. */
+typedef struct attn_train_info {
+  const char *loss_fn;   /* the fn minimised, e.g. "loss"; its gradient entry
+                            is "<loss_fn>_grad" */
+  int32_t optimizer;     /* attn_optimizer_kind */
+  double lr, beta1, beta2, eps, weight_decay;
+  int32_t schedule;      /* attn_schedule_kind */
+  int64_t warmup;        /* cosine, warmup_rsqrt; 0 otherwise */
+  int64_t total_steps;   /* cosine's `steps`; 0 otherwise */
+  double d_model;        /* warmup_rsqrt's `d_model`; 0 otherwise */
+  double clip_norm;      /* 0 = no clipping */
+} attn_train_info;
 
 /* One tensor an entry point takes or returns. */
 typedef struct attn_tensor_info {
@@ -114,7 +170,30 @@ typedef struct attn_model_info {
   /* Floats one position of one sequence takes in the key/value cache of the
    * incremental entry points (prefill, decode_step); 0 without them. */
   int64_t kv_cache_floats_per_position;
+  /* The training section; NULL for a model without `train { }`. */
+  const attn_train_info *train;
 } attn_model_info;
+
+/* Dropout's random stream (counter-based, so forward and backward draw the
+ * same mask and a run is reproducible). An element with row-major index
+ * `index` of the dropout op numbered `stream` (by the compiler, per entry
+ * point) is kept iff (attn_dropout_bits(seed, stream, index) >> 40) >=
+ * (uint64_t)(rate * 2^24), and then scaled by 1 / (1 - rate). For attention
+ * dropout the index runs over the [B, H, T, S] probabilities. The seed of a
+ * call is attn_dropout_seed(user seed, step). */
+static inline uint64_t attn_splitmix64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+static inline uint64_t attn_dropout_bits(uint64_t seed, uint64_t stream,
+                                         uint64_t index) {
+  return attn_splitmix64(seed + 0x9E3779B97F4A7C15ull * (stream + 1) +
+                         0xD1B54A32D192ED03ull * index);
+}
+static inline uint64_t attn_dropout_seed(uint64_t seed, uint64_t step) {
+  return attn_splitmix64(attn_splitmix64(seed) ^ step);
+}
 
 /* The MLIR memref descriptor of a rank-r memref, as int64-sized slots:
  *   [0] allocated pointer, [1] aligned pointer, [2] offset (elements),
