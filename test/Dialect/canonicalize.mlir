@@ -239,22 +239,42 @@ func.func @fold_dropout_zero(%x: tensor<?x?x192xf32>) -> tensor<?x?x192xf32> {
   return %0 : tensor<?x?x192xf32>
 }
 
-// CHECK-LABEL: func.func @no_fold_dropout
+// CHECK-LABEL: func.func @fold_dropout_inference
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x192xf32>)
-// CHECK: %[[R:.*]] = attn.dropout %[[X]] rate 1.000000e-01 : tensor<?x?x192xf32>
-// CHECK: return %[[R]]
-// Tests that dropout with rate 0.1 stays.
-func.func @no_fold_dropout(%x: tensor<?x?x192xf32>) -> tensor<?x?x192xf32> {
+// CHECK-NOT: attn.dropout
+// CHECK: return %[[X]] : tensor<?x?x192xf32>
+// Tests that dropout without a seed (inference) folds to its input.
+func.func @fold_dropout_inference(%x: tensor<?x?x192xf32>) -> tensor<?x?x192xf32> {
   %0 = attn.dropout %x rate 0.1 : tensor<?x?x192xf32>
   return %0 : tensor<?x?x192xf32>
 }
 
+// CHECK-LABEL: func.func @no_fold_dropout
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x192xf32>, %[[S:[^:]+]]: tensor<i64>)
+// CHECK: %[[R:.*]] = attn.dropout %[[X]] rate 1.000000e-01 seed %[[S]] stream 0 : tensor<?x?x192xf32>
+// CHECK: return %[[R]]
+// Tests that a training dropout with rate 0.1 stays.
+func.func @no_fold_dropout(%x: tensor<?x?x192xf32>, %seed: tensor<i64>) -> tensor<?x?x192xf32> {
+  %0 = attn.dropout %x rate 0.1 seed %seed stream 0 : tensor<?x?x192xf32>
+  return %0 : tensor<?x?x192xf32>
+}
+
+// CHECK-LABEL: func.func @fold_training_dropout_zero
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4xf32>, %{{[^:]+}}: tensor<i64>)
+// CHECK-NOT: attn.dropout
+// CHECK: return %[[X]]
+// Tests that a training dropout of rate 0 folds too.
+func.func @fold_training_dropout_zero(%x: tensor<4xf32>, %seed: tensor<i64>) -> tensor<4xf32> {
+  %0 = attn.dropout %x rate 0.0 seed %seed stream 1 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @no_fold_dropout_unused
 // CHECK: attn.dropout
-// Tests that an unused dropout is not erased (it is not pure: it draws from
-// the random stream).
-func.func @no_fold_dropout_unused(%x: tensor<4xf32>) {
-  %0 = attn.dropout %x rate 0.5 : tensor<4xf32>
+// Tests that an unused training dropout is not erased (it is not pure: it
+// draws from the random stream).
+func.func @no_fold_dropout_unused(%x: tensor<4xf32>, %seed: tensor<i64>) {
+  %0 = attn.dropout %x rate 0.5 seed %seed stream 0 : tensor<4xf32>
   return
 }
 

@@ -319,7 +319,34 @@ func.func @dropout_rate_negative(%x: tensor<4xf32>) {
 
 // Tests that dropout keeps its operand's type.
 func.func @dropout_type_mismatch(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'attn.dropout' op requires the same type for all operands and results}}
+  // expected-error @+1 {{'attn.dropout' op failed to verify that all of {input, result} have same type}}
   %0 = "attn.dropout"(%x) <{rate = 1.0e-01 : f64}> : (tensor<4xf32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+// Tests that a training dropout (with a seed) has a stream number.
+func.func @dropout_seed_without_stream(%x: tensor<4xf32>, %seed: tensor<i64>) {
+  // expected-error @+1 {{'attn.dropout' op has a seed but no stream number}}
+  %0 = "attn.dropout"(%x, %seed) <{rate = 1.0e-01 : f64}> : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a stream number comes with a seed.
+func.func @dropout_stream_without_seed(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'attn.dropout' op has a stream number but no seed}}
+  %0 = "attn.dropout"(%x) <{rate = 1.0e-01 : f64, stream = 2 : i64}> : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the seed is a rank-0 i64 tensor.
+func.func @dropout_seed_type(%x: tensor<4xf32>, %seed: tensor<i32>) {
+  // expected-error @+1 {{'attn.dropout' op operand #1 must be 0D tensor of 64-bit signless integer values, but got 'tensor<i32>'}}
+  %0 = "attn.dropout"(%x, %seed) <{rate = 1.0e-01 : f64, stream = 0 : i64}> : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
   return
 }

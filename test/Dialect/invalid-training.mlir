@@ -256,66 +256,86 @@ func.func @global_norm_int(%a: tensor<4xf32>, %b: tensor<4xi32>) {
 // -----
 
 // Tests that the gradient has the parameter's shape.
-func.func @adam_update_gradient(%p: tensor<256x192xf32>, %g: tensor<192x256xf32>, %lr: tensor<f32>, %s: tensor<i32>) {
+func.func @adam_update_gradient(%p: tensor<256x192xf32>, %g: tensor<192x256xf32>, %h: tensor<f32>) {
   // expected-error @+2 {{gradient has type 'tensor<192x256xf32>' but 'tensor<256x192xf32>' was expected}}
   // expected-error @+1 {{'attn.adam_update' op failed to infer returned types}}
-  %0:3 = attn.adam_update %p, %g, %p, %p, %lr, %s beta1 0.9 beta2 0.999 eps 1.0e-08 weight_decay 0.0 : (tensor<256x192xf32>, tensor<192x256xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<i32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
+  %0:3 = attn.adam_update %p, %g, %p, %p, %h, %h, %h, %h, %h, %h : (tensor<256x192xf32>, tensor<192x256xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
   return
 }
 
 // -----
 
 // Tests that the first moment has the parameter's shape.
-func.func @adam_update_first_moment(%p: tensor<192xf32>, %m: tensor<193xf32>, %lr: tensor<f32>, %s: tensor<i32>) {
+func.func @adam_update_first_moment(%p: tensor<192xf32>, %m: tensor<193xf32>, %h: tensor<f32>) {
   // expected-error @+2 {{first moment has type 'tensor<193xf32>' but 'tensor<192xf32>' was expected}}
   // expected-error @+1 {{'attn.adam_update' op failed to infer returned types}}
-  %0:3 = attn.adam_update %p, %p, %m, %p, %lr, %s beta1 0.9 beta2 0.999 eps 1.0e-08 weight_decay 0.0 : (tensor<192xf32>, tensor<192xf32>, tensor<193xf32>, tensor<192xf32>, tensor<f32>, tensor<i32>) -> (tensor<192xf32>, tensor<192xf32>, tensor<192xf32>)
+  %0:3 = attn.adam_update %p, %p, %m, %p, %h, %h, %h, %h, %h, %h : (tensor<192xf32>, tensor<192xf32>, tensor<193xf32>, tensor<192xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<192xf32>, tensor<192xf32>, tensor<192xf32>)
   return
 }
 
 // -----
 
 // Tests that the second moment has the parameter's element type.
-func.func @adam_update_second_moment(%p: tensor<192xbf16>, %v: tensor<192xf32>, %lr: tensor<f32>, %s: tensor<i32>) {
+func.func @adam_update_second_moment(%p: tensor<192xbf16>, %v: tensor<192xf32>, %h: tensor<f32>) {
   // expected-error @+2 {{second moment has type 'tensor<192xf32>' but 'tensor<192xbf16>' was expected}}
   // expected-error @+1 {{'attn.adam_update' op failed to infer returned types}}
-  %0:3 = attn.adam_update %p, %p, %p, %v, %lr, %s beta1 0.9 beta2 0.999 eps 1.0e-08 weight_decay 0.0 decoupled : (tensor<192xbf16>, tensor<192xbf16>, tensor<192xbf16>, tensor<192xf32>, tensor<f32>, tensor<i32>) -> (tensor<192xbf16>, tensor<192xbf16>, tensor<192xbf16>)
+  %0:3 = attn.adam_update %p, %p, %p, %v, %h, %h, %h, %h, %h, %h decoupled : (tensor<192xbf16>, tensor<192xbf16>, tensor<192xbf16>, tensor<192xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<192xbf16>, tensor<192xbf16>, tensor<192xbf16>)
   return
 }
 
 // -----
 
-// Tests that beta1 is at most 1.
-func.func @adam_update_beta1(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i32>) {
-  // expected-error @+1 {{'attn.adam_update' op attribute 'beta1' failed to satisfy constraint: 64-bit float attribute whose value is non-negative whose value is at most 1}}
-  %0:3 = attn.adam_update %p, %p, %p, %p, %lr, %s beta1 1.5 beta2 0.999 eps 1.0e-08 weight_decay 0.0 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// Tests that a hyperparameter is a rank-0 f32 tensor.
+func.func @adam_update_beta1(%p: tensor<4xf32>, %h: tensor<f32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{'attn.adam_update' op operand #6 must be 0D tensor of 32-bit float values, but got 'tensor<2xf32>'}}
+  %0:3 = attn.adam_update %p, %p, %p, %p, %h, %h, %b, %h, %h, %h : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
 // -----
 
-// Tests that weight decay is not negative.
-func.func @adam_update_weight_decay(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i32>) {
-  // expected-error @+1 {{'attn.adam_update' op attribute 'weight_decay' failed to satisfy constraint: 64-bit float attribute whose value is non-negative}}
-  %0:3 = attn.adam_update %p, %p, %p, %p, %lr, %s beta1 0.9 beta2 0.999 eps 1.0e-08 weight_decay -0.1 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
-  return
-}
-
-// -----
-
-// Tests that the step counter is a rank-0 i32 tensor.
-func.func @adam_update_step(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
-  // expected-error @+1 {{'attn.adam_update' op operand #5 must be 0D tensor of 32-bit signless integer values, but got 'tensor<i64>'}}
-  %0:3 = attn.adam_update %p, %p, %p, %p, %lr, %s beta1 0.9 beta2 0.999 eps 1.0e-08 weight_decay 0.0 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// Tests that the step counter is a rank-0 f32 tensor.
+func.func @adam_update_step(%p: tensor<4xf32>, %h: tensor<f32>, %s: tensor<i32>) {
+  // expected-error @+1 {{'attn.adam_update' op operand #5 must be 0D tensor of 32-bit float values, but got 'tensor<i32>'}}
+  %0:3 = attn.adam_update %p, %p, %p, %p, %h, %s, %h, %h, %h, %h : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
 // -----
 
 // Tests that the updated parameter has the parameter's type.
-func.func @adam_update_result(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i32>) {
+func.func @adam_update_result(%p: tensor<4xf32>, %h: tensor<f32>) {
   // expected-error @+2 {{'attn.adam_update' op inferred type(s) 'tensor<4xf32>', 'tensor<4xf32>', 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<5xf32>', 'tensor<4xf32>', 'tensor<4xf32>'}}
   // expected-error @+1 {{'attn.adam_update' op failed to infer returned types}}
-  %0:3 = attn.adam_update %p, %p, %p, %p, %lr, %s beta1 0.9 beta2 0.999 eps 1.0e-08 weight_decay 0.0 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<5xf32>, tensor<4xf32>, tensor<4xf32>)
+  %0:3 = attn.adam_update %p, %p, %p, %p, %h, %h, %h, %h, %h, %h : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<5xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+attn.param @w : tensor<4xf32> init zeros []
+// Tests that set_param names a parameter.
+func.func @set_param_unknown(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'attn.set_param' op 'v' does not name an attn.param}}
+  attn.set_param @v grad, %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+attn.param @w : tensor<4xf32> init zeros []
+// Tests that set_param writes a tensor of the parameter's type.
+func.func @set_param_type(%x: tensor<5xf32>) {
+  // expected-error @+1 {{'attn.set_param' op value type 'tensor<5xf32>' differs from the parameter's type 'tensor<4xf32>'}}
+  attn.set_param @w value, %x : tensor<5xf32>
+  return
+}
+
+// -----
+
+// Tests that a training sdpa_grad has a stream number with its seed.
+func.func @sdpa_grad_seed_without_stream(%q: tensor<1x1x4x4xf32>, %seed: tensor<i64>) {
+  // expected-error @+1 {{'attn.sdpa_grad' op has a seed but no stream number}}
+  %0:3 = "attn.sdpa_grad"(%q, %q, %q, %q, %q, %seed) <{dropout = 1.0e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1>}> : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<i64>) -> (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>)
   return
 }

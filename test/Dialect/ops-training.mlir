@@ -121,22 +121,58 @@ func.func @global_norm(%a: tensor<256x192xf32>, %b: tensor<192xf32>, %c: tensor<
 }
 
 // CHECK-LABEL: func.func @adam_update
-// CHECK-SAME: (%[[P:[^:]+]]: tensor<256x192xf32>, %[[G:[^:]+]]: tensor<256x192xf32>, %[[M:[^:]+]]: tensor<256x192xf32>, %[[V:[^:]+]]: tensor<256x192xf32>, %[[LR:[^:]+]]: tensor<f32>, %[[S:[^:]+]]: tensor<i32>)
-// CHECK: %[[P1:.*]], %[[M1:.*]], %[[V1:.*]] = attn.adam_update %[[P]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[S]] beta1 9.000000e-01 beta2 0.94999999999999996 eps 1.000000e-08 weight_decay 1.000000e-01 decoupled : (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<i32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
-// CHECK: attn.adam_update %[[P1]], %[[G]], %[[M1]], %[[V1]], %[[LR]], %[[S]] beta1 9.000000e-01 beta2 0.99899999999999999 eps 1.000000e-08 weight_decay 0.000000e+00 : (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<i32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
-// Tests an AdamW step (decoupled) followed by an Adam step.
-func.func @adam_update(%p: tensor<256x192xf32>, %g: tensor<256x192xf32>, %m: tensor<256x192xf32>, %v: tensor<256x192xf32>, %lr: tensor<f32>, %step: tensor<i32>) {
-  %p1, %m1, %v1 = attn.adam_update %p, %g, %m, %v, %lr, %step beta1 0.9 beta2 0.95 eps 1.0e-08 weight_decay 0.1 decoupled : (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<i32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
-  %p2, %m2, %v2 = attn.adam_update %p1, %g, %m1, %v1, %lr, %step beta1 0.9 beta2 0.999 eps 1.0e-08 weight_decay 0.0 : (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<i32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<256x192xf32>, %[[G:[^:]+]]: tensor<256x192xf32>, %[[M:[^:]+]]: tensor<256x192xf32>, %[[V:[^:]+]]: tensor<256x192xf32>, %[[LR:[^:]+]]: tensor<f32>, %[[S:[^:]+]]: tensor<f32>, %[[B1:[^:]+]]: tensor<f32>, %[[B2:[^:]+]]: tensor<f32>, %[[E:[^:]+]]: tensor<f32>, %[[WD:[^:]+]]: tensor<f32>)
+// CHECK: %[[P1:.*]], %[[M1:.*]], %[[V1:.*]] = attn.adam_update %[[P]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[S]], %[[B1]], %[[B2]], %[[E]], %[[WD]] decoupled : (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
+// CHECK: attn.adam_update %[[P1]], %[[G]], %[[M1]], %[[V1]], %[[LR]], %[[S]], %[[B1]], %[[B2]], %[[E]], %[[WD]] : (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
+// Tests an AdamW step (decoupled) followed by an Adam step; the
+// hyperparameters are run-time scalars.
+func.func @adam_update(%p: tensor<256x192xf32>, %g: tensor<256x192xf32>, %m: tensor<256x192xf32>, %v: tensor<256x192xf32>, %lr: tensor<f32>, %step: tensor<f32>, %b1: tensor<f32>, %b2: tensor<f32>, %eps: tensor<f32>, %wd: tensor<f32>) {
+  %p1, %m1, %v1 = attn.adam_update %p, %g, %m, %v, %lr, %step, %b1, %b2, %eps, %wd decoupled : (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
+  %p2, %m2, %v2 = attn.adam_update %p1, %g, %m1, %v1, %lr, %step, %b1, %b2, %eps, %wd : (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<256x192xf32>, tensor<256x192xf32>, tensor<256x192xf32>)
   return
 }
 
 // CHECK-LABEL: func.func @adam_update_bf16
-// CHECK-SAME: (%[[P:[^:]+]]: tensor<8xbf16>, %[[G:[^:]+]]: tensor<?xbf16>, %[[LR:[^:]+]]: tensor<f32>, %[[S:[^:]+]]: tensor<i32>)
-// CHECK: attn.adam_update %[[P]], %[[G]], %[[G]], %[[G]], %[[LR]], %[[S]] beta1 0.000000e+00 beta2 1.000000e+00 eps 0.000000e+00 weight_decay 0.000000e+00 : (tensor<8xbf16>, tensor<?xbf16>, tensor<?xbf16>, tensor<?xbf16>, tensor<f32>, tensor<i32>) -> (tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
-// Tests a bf16 parameter with less static gradient and moments, and the
-// betas at the bounds of [0, 1].
-func.func @adam_update_bf16(%p: tensor<8xbf16>, %g: tensor<?xbf16>, %lr: tensor<f32>, %step: tensor<i32>) {
-  %0:3 = attn.adam_update %p, %g, %g, %g, %lr, %step beta1 0.0 beta2 1.0 eps 0.0 weight_decay 0.0 : (tensor<8xbf16>, tensor<?xbf16>, tensor<?xbf16>, tensor<?xbf16>, tensor<f32>, tensor<i32>) -> (tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<8xbf16>, %[[G:[^:]+]]: tensor<?xbf16>, %[[H:[^:]+]]: tensor<f32>)
+// CHECK: attn.adam_update %[[P]], %[[G]], %[[G]], %[[G]], %[[H]], %[[H]], %[[H]], %[[H]], %[[H]], %[[H]] : (tensor<8xbf16>, tensor<?xbf16>, tensor<?xbf16>, tensor<?xbf16>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+// Tests a bf16 parameter with less static gradient and moments.
+func.func @adam_update_bf16(%p: tensor<8xbf16>, %g: tensor<?xbf16>, %h: tensor<f32>) {
+  %0:3 = attn.adam_update %p, %g, %g, %g, %h, %h, %h, %h, %h, %h : (tensor<8xbf16>, tensor<?xbf16>, tensor<?xbf16>, tensor<?xbf16>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+  return
+}
+
+// CHECK-LABEL: func.func @set_and_get_param_buffers
+// CHECK: %[[W:.*]] = attn.get_param @w : tensor<4xf32>
+// CHECK: %[[M:.*]] = attn.get_param @w first_moment : tensor<4xf32>
+// CHECK: %[[V:.*]] = attn.get_param @w second_moment : tensor<4xf32>
+// CHECK: attn.set_param @w grad, %[[W]] : tensor<4xf32>
+// CHECK: attn.set_param @w value, %[[M]] : tensor<4xf32>
+// CHECK: attn.set_param @w first_moment, %[[M]] : tensor<4xf32>
+// CHECK: attn.set_param @w second_moment, %[[V]] : tensor<4xf32>
+// Tests the buffers of a parameter: read with get_param, written with
+// set_param.
+attn.param @w : tensor<4xf32> init zeros []
+func.func @set_and_get_param_buffers() {
+  %w = attn.get_param @w : tensor<4xf32>
+  %m = attn.get_param @w first_moment : tensor<4xf32>
+  %v = attn.get_param @w second_moment : tensor<4xf32>
+  attn.set_param @w grad, %w : tensor<4xf32>
+  attn.set_param @w value, %m : tensor<4xf32>
+  attn.set_param @w first_moment, %m : tensor<4xf32>
+  attn.set_param @w second_moment, %v : tensor<4xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @training_dropout
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x8xf32>, %[[Q:[^:]+]]: tensor<?x2x?x4xf32>, %[[SEED:[^:]+]]: tensor<i64>)
+// CHECK: attn.dropout %[[X]] rate 1.000000e-01 seed %[[SEED]] stream 0 : tensor<?x8xf32>
+// CHECK: attn.sdpa %[[Q]], %[[Q]], %[[Q]] mask causal dropout 2.000000e-01 seed %[[SEED]] stream 1 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<i64>) -> tensor<?x2x?x4xf32>
+// CHECK: attn.sdpa_grad %[[Q]], %[[Q]], %[[Q]], %[[Q]], %[[Q]] mask causal dropout 2.000000e-01 seed %[[SEED]] stream 1 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<i64>) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>)
+// Tests the training form of dropout and attention dropout: a seed and a
+// stream number.
+func.func @training_dropout(%x: tensor<?x8xf32>, %q: tensor<?x2x?x4xf32>, %seed: tensor<i64>) {
+  %0 = attn.dropout %x rate 0.1 seed %seed stream 0 : tensor<?x8xf32>
+  %1 = attn.sdpa %q, %q, %q mask causal dropout 0.2 seed %seed stream 1 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<i64>) -> tensor<?x2x?x4xf32>
+  %2:3 = attn.sdpa_grad %q, %q, %q, %q, %q mask causal dropout 0.2 seed %seed stream 1 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<i64>) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>)
   return
 }

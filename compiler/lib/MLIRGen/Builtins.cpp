@@ -245,8 +245,9 @@ static EvalValue attention(Elaborator &elab, BuiltinCall &call, Value q,
   Value v4 = rank == 3 ? addHeadDim(v) : v;
   FloatAttr scaleAttr =
       scale ? elab.builder.getF64FloatAttr(*scale) : FloatAttr();
-  SdpaOp sdpa = elab.tryCreate<SdpaOp>(loc, q4, k4, v4, keyPadding, mask,
-                                       scaleAttr, APFloat(dropout));
+  SdpaOp sdpa = elab.tryCreate<SdpaOp>(loc, q4, k4, v4, keyPadding,
+                                       /*seed=*/Value(), mask, scaleAttr,
+                                       APFloat(dropout), IntegerAttr());
   if (!sdpa)
     return EvalValue::poison();
   if (rank == 4)
@@ -880,8 +881,9 @@ EvalValue Elaborator::callBuiltinLayer(Instance &layer, CallArgs &args) {
     if (!q4 || !k4 || !v4)
       return EvalValue::poison();
     SdpaOp sdpa =
-        tryCreate<SdpaOp>(loc, q4, k4, v4, keyPadding, *symbolizeMaskKind(*mask),
-                          FloatAttr(), APFloat(layer.dropout));
+        tryCreate<SdpaOp>(loc, q4, k4, v4, keyPadding, /*seed=*/Value(),
+                          *symbolizeMaskKind(*mask), FloatAttr(),
+                          APFloat(layer.dropout), IntegerAttr());
     if (!sdpa)
       return EvalValue::poison();
     Value merged = tryBuild<MergeHeadsOp>(loc, sdpa);

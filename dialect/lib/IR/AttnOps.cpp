@@ -101,6 +101,19 @@ GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult
+SetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getNameAttr());
+  if (!param)
+    return emitOpError() << "'" << getName()
+                         << "' does not name an attn.param";
+  if (param.getType() != getValue().getType())
+    return emitOpError() << "value type " << quote(getValue().getType())
+                         << " differs from the parameter's type "
+                         << quote(param.getType());
+  return success();
+}
+
 /// The hyperparameters each optimizer and schedule accepts.
 static ArrayRef<StringRef> allowedKeys(OptimizerKind) {
   static const StringRef keys[] = {"lr", "beta1", "beta2", "eps",
@@ -254,15 +267,26 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
   return {};
 }
 
+/// A seed (training) comes with the number of its random stream.
+static LogicalResult verifySeedAndStream(Operation *op, Value seed,
+                                         std::optional<uint64_t> stream) {
+  if (seed && !stream)
+    return op->emitOpError() << "has a seed but no stream number";
+  if (!seed && stream)
+    return op->emitOpError() << "has a stream number but no seed";
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
-  if (rate >= 0 && rate < 1)
-    return success();
-  return emitOpError() << "rate " << rate << " is not in [0, 1)";
+  if (!(rate >= 0 && rate < 1))
+    return emitOpError() << "rate " << rate << " is not in [0, 1)";
+  return verifySeedAndStream(*this, getSeed(), getStream());
 }
 
 OpFoldResult DropoutOp::fold(FoldAdaptor) {
-  if (getRate().isZero())
+  // Without a seed (inference) dropout is the identity.
+  if (getRate().isZero() || !getSeed())
     return getInput();
   return {};
 }
@@ -438,13 +462,17 @@ static LogicalResult verifyAttentionAttrs(Operation *op,
 }
 
 LogicalResult SdpaOp::verify() {
-  return verifyAttentionAttrs(*this, getScale(),
-                              getDropout().convertToDouble());
+  if (failed(verifyAttentionAttrs(*this, getScale(),
+                                  getDropout().convertToDouble())))
+    return failure();
+  return verifySeedAndStream(*this, getSeed(), getStream());
 }
 
 LogicalResult SdpaGradOp::verify() {
-  return verifyAttentionAttrs(*this, getScale(),
-                              getDropout().convertToDouble());
+  if (failed(verifyAttentionAttrs(*this, getScale(),
+                                  getDropout().convertToDouble())))
+    return failure();
+  return verifySeedAndStream(*this, getSeed(), getStream());
 }
 
 LogicalResult GatherGradOp::verify() {

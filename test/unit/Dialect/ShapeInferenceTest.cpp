@@ -144,7 +144,8 @@ TEST_F(ShapeInferenceTest, SdpaOutputTakesValueHeadSize) {
   auto sdpa = SdpaOp::create(builder, loc, arg({2, 4, 10, 16}),
                              arg({2, 4, 12, 16}), arg({2, 4, 12, 8}),
                              arg({2, 12}, builder.getI1Type()),
-                             MaskKind::causal, nullptr, APFloat(0.0));
+                             /*seed=*/Value(), MaskKind::causal, nullptr,
+                             APFloat(0.0), nullptr);
   EXPECT_EQ(shapeOf(sdpa), ArrayRef<int64_t>({2, 4, 10, 8}));
 }
 

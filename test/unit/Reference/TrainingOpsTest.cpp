@@ -222,7 +222,7 @@ using TrainingOpsTest = IRTest;
 // attributes the kernels are tested with above.
 TEST_F(TrainingOpsTest, OpsRunThroughTheEvaluator) {
   const char *ir = R"mlir(
-    func.func @f(%x: tensor<2x3xf32>, %w: tensor<3xf32>, %g: tensor<2x3xf32>, %ids: tensor<2xi32>, %t: tensor<2xi32>, %lr: tensor<f32>, %step: tensor<i32>, %sq: tensor<3xf32>)
+    func.func @f(%x: tensor<2x3xf32>, %w: tensor<3xf32>, %g: tensor<2x3xf32>, %ids: tensor<2xi32>, %t: tensor<2xi32>, %lr: tensor<f32>, %step: tensor<f32>, %sq: tensor<3xf32>)
         -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) {
       %a = attn.activation_grad gelu %x, %g : tensor<2x3xf32>
       %s = attn.softmax_grad %x, %g axis 1 : tensor<2x3xf32>
@@ -233,14 +233,18 @@ TEST_F(TrainingOpsTest, OpsRunThroughTheEvaluator) {
       %ce = attn.cross_entropy_grad %x, %t, %gl ignore_index 1 label_smoothing 1.000000e-01 : (tensor<2x3xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x3xf32>
       %gg = attn.gather_grad %ids, %g : (tensor<2xi32>, tensor<2x3xf32>) -> tensor<4x3xf32>
       %n = attn.global_norm %x, %w : tensor<2x3xf32>, tensor<3xf32>
-      %p, %m, %v = attn.adam_update %w, %w, %w, %sq, %lr, %step beta1 0.9 beta2 0.95 eps 1.0e-08 weight_decay 0.1 decoupled : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+      %b1 = arith.constant dense<0.9> : tensor<f32>
+      %b2 = arith.constant dense<0.95> : tensor<f32>
+      %eps = arith.constant dense<1.0e-08> : tensor<f32>
+      %wd = arith.constant dense<0.1> : tensor<f32>
+      %p, %m, %v = attn.adam_update %w, %w, %w, %sq, %lr, %step, %b1, %b2, %eps, %wd decoupled : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
       return %a, %s, %ls, %dx, %dw, %db, %rx, %rw, %ce, %gg, %n, %p, %m, %v : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
     })mlir";
   Values values(8);
   Tensor x = values.next({2, 3}), w = values.next({3}), g = values.next({2, 3});
   Tensor ids = i32({2}, {3, 3}), t = i32({2}, {1, 2});
   Tensor lr = Tensor::scalar(DType::F32, 0.01);
-  Tensor step = Tensor::scalar(DType::I32, 3);
+  Tensor step = Tensor::scalar(DType::F32, 3);
   // The second moment is a running mean of squares: never negative.
   Tensor sq = f32({3}, {0.5, 0.25, 2.0});
   auto r = run(ir, {x, w, g, ids, t, lr, step, sq});
@@ -267,10 +271,11 @@ TEST_F(TrainingOpsTest, OpsRunThroughTheEvaluator) {
   same(r[9], unwrap(gatherGrad(ids, g, 4)));
   same(r[10], globalNorm({x, w}));
   AdamOptions adam;
-  adam.beta1 = 0.9;
-  adam.beta2 = 0.95;
-  adam.eps = 1e-8;
-  adam.weightDecay = 0.1;
+  // The hyperparameters are f32 scalars in the IR.
+  adam.beta1 = static_cast<float>(0.9);
+  adam.beta2 = static_cast<float>(0.95);
+  adam.eps = static_cast<float>(1e-8);
+  adam.weightDecay = static_cast<float>(0.1);
   adam.decoupled = true;
   AdamState state = unwrap(adamUpdate(w, w, w, sq, 0.01, 3, adam));
   same(r[11], state.param);

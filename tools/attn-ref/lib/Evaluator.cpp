@@ -726,10 +726,10 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
       })
       .Case([&](AdamUpdateOp update) -> LogicalResult {
         AdamOptions adam;
-        adam.beta1 = toDouble(update.getBeta1());
-        adam.beta2 = toDouble(update.getBeta2());
-        adam.eps = toDouble(update.getEps());
-        adam.weightDecay = toDouble(update.getWeightDecay());
+        adam.beta1 = in(update.getBeta1())[0];
+        adam.beta2 = in(update.getBeta2())[0];
+        adam.eps = in(update.getEps())[0];
+        adam.weightDecay = in(update.getWeightDecay())[0];
         adam.decoupled = update.getDecoupled();
         llvm::Expected<AdamState> state =
             adamUpdate(in(update.getParam()), in(update.getGrad()),

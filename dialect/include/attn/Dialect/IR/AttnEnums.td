@@ -17,6 +17,14 @@ class Attn_I32Enum<string name, string summary, list<I32EnumAttrCase> cases>
   let cppNamespace = "::attn";
 }
 
+def Attn_ParamBuffer : Attn_I32Enum<"ParamBuffer",
+    "the per-parameter buffer a get_param/set_param addresses", [
+  I32EnumAttrCase<"value", 0>,
+  I32EnumAttrCase<"grad", 1>,
+  I32EnumAttrCase<"first_moment", 2>,
+  I32EnumAttrCase<"second_moment", 3>
+]>;
+
 def Attn_MaskKind : Attn_I32Enum<"MaskKind", "attention mask kind", [
   I32EnumAttrCase<"none", 0>,
   I32EnumAttrCase<"causal", 1>

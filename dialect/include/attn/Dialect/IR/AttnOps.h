@@ -29,6 +29,12 @@ struct KVCacheResource
     : public mlir::SideEffects::Resource::Base<KVCacheResource> {
   llvm::StringRef getName() final { return "attn.kv_cache"; }
 };
+
+/// The parameter buffers of a model context (values, gradients, Adam's
+/// moments), for the side effects of attn.set_param.
+struct ParamResource : public mlir::SideEffects::Resource::Base<ParamResource> {
+  llvm::StringRef getName() final { return "attn.params"; }
+};
 } // namespace attn
 
 #define GET_OP_CLASSES

@@ -30,6 +30,9 @@ def Attn_ScalarF32 : TensorRankOf<[F32], [0]> {
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
 }
 def Attn_ScalarI32 : TensorRankOf<[I32], [0]>;
+// The dropout seed of a training entry point (ABI: ATTN_ARG_SEED).
+def Attn_Seed : TensorRankOf<[I64], [0]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
 
 class Attn_F64Constraint<string pred, string what> : AttrConstraint<
     CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() " # pred>,
@@ -43,6 +46,9 @@ def Attn_UnitIntervalF64 : ConfinedAttr<F64Attr,
 // Result types are inferred; a stated result type may be more static than the
 // inferred one (a `?` the frontend knows to be 8), never less or different.
 defvar Attn_Infer = InferTypeOpAdaptorWithIsCompatible;
+
+// The parameter buffers of the model context (values, gradients, moments).
+def Attn_ParamResource : Resource<"::attn::ParamResource">;
 
 //===----------------------------------------------------------------------===//
 // Parameters, the model's training configuration, sizes
@@ -79,18 +85,50 @@ def Attn_ParamOp : Attn_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 
 def Attn_GetParamOp : Attn_Op<"get_param",
     [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "Reads a parameter of the model";
+  let summary = "Reads a parameter of the model, or its gradient or moments";
   let description = [{
     The current value of the parameter named by the symbol; its type is the
-    parameter's.
+    parameter's. With a buffer, the same-shaped tensor kept for the parameter
+    in that buffer of the context: `grad` (written by the gradient entry
+    point), `first_moment` and `second_moment` (Adam's state).
+
+    A function reads a buffer of a parameter before it writes it with
+    `attn.set_param`, never after: reads are pure so that they fold and CSE.
 
     ```mlir
     %w = attn.get_param @"wte.weight" : tensor<256x192xf32>
+    %m = attn.get_param @"wte.weight" first_moment : tensor<256x192xf32>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$name);
+  let arguments = (ins FlatSymbolRefAttr:$name,
+                       DefaultValuedAttr<Attn_ParamBuffer,
+                           "::attn::ParamBuffer::value">:$buffer);
   let results = (outs Attn_FloatTensor:$result);
-  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let assemblyFormat = "$name ($buffer^)? attr-dict `:` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$type, "::llvm::StringRef":$name), [{
+      build($_builder, $_state, type, name, ::attn::ParamBuffer::value);
+    }]>
+  ];
+}
+
+def Attn_SetParamOp : Attn_Op<"set_param",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     MemoryEffects<[MemWrite<Attn_ParamResource>]>]> {
+  let summary = "Writes a parameter, its gradient or its moments";
+  let description = [{
+    Stores a tensor of the parameter's type into one of the parameter's
+    buffers in the context (see `attn.get_param`): the training entry points
+    write the new weights and moments (`train_step`) or the gradients
+    (`<loss>_grad`) in place.
+
+    ```mlir
+    attn.set_param @"wte.weight" grad, %g : tensor<256x192xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name, Attn_ParamBuffer:$buffer,
+                       Attn_FloatTensor:$value);
+  let assemblyFormat = "$name $buffer `,` $value attr-dict `:` type($value)";
 }
 
 def Attn_TrainOp : Attn_Op<"train",
@@ -257,21 +295,37 @@ def Attn_CastOp : Attn_Op<"cast", [Pure]> {
   let hasFolder = 1;
 }
 
-def Attn_DropoutOp : Attn_Op<"dropout", [SameOperandsAndResultType]> {
+def Attn_DropoutOp : Attn_Op<"dropout",
+    [AllTypesMatch<["input", "result"]>]> {
   let summary = "Inverted dropout in training, the identity elsewhere";
   let description = [{
-    In a training entry point, zeroes each element with probability `rate`
-    and scales the others by 1 / (1 - rate); in every other entry point it is
-    the identity. The random stream is counter-based, so forward and backward
-    draw the same mask.
+    With a `seed` (the training entry points' ATTN_ARG_SEED), zeroes each
+    element with probability `rate` and scales the others by 1 / (1 - rate);
+    without one (inference) it is the identity. The random stream is
+    counter-based: element `i` (row-major) is kept iff
+    `attn_dropout_bits(seed, stream, i) >> 40 >= rate * 2^24` (abi.h), so
+    the backward pass draws the same mask (the adjoint of a dropout is the
+    same dropout applied to the output's adjoint) and a run is reproducible.
+    `stream` numbers the dropouts of one entry point.
 
     ```mlir
     %y = attn.dropout %x rate 1.000000e-01 : tensor<?x?x192xf32>
+    %y = attn.dropout %x rate 1.000000e-01 seed %seed stream 3 : tensor<?x?x192xf32>
     ```
   }];
-  let arguments = (ins Attn_FloatTensor:$input, F64Attr:$rate);
+  let arguments = (ins Attn_FloatTensor:$input, Optional<Attn_Seed>:$seed,
+                       F64Attr:$rate, OptionalAttr<I64Attr>:$stream);
   let results = (outs Attn_FloatTensor:$result);
-  let assemblyFormat = "$input `rate` $rate attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input `rate` $rate (`seed` $seed^ `stream` $stream)? attr-dict `:`
+    type($input)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::llvm::APFloat":$rate), [{
+      build($_builder, $_state, input.getType(), input, ::mlir::Value(),
+            rate, ::mlir::IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
   let hasFolder = 1;
 }
@@ -627,7 +681,8 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, Attn_Infer]> {
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, Attn_Infer]> {
+def Attn_SdpaOp : Attn_Op<"sdpa",
+    [Pure, Attn_Infer, AttrSizedOperandSegments]> {
   let summary = "Scaled dot-product attention";
   let description = [{
     `softmax(q k^T * scale + bias) v` per batch and head, for `q: [B, H, T,
@@ -637,7 +692,8 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, Attn_Infer]> {
     S - T` (aligned to the last query, as in incremental decoding); with a
     `key_padding` operand `[B, S]`, the keys where it is true. A query whose
     keys are all masked gets zeros. `dropout` applies to the attention
-    weights in training entry points.
+    weights when a `seed` is given (training entry points), with the stream
+    of `attn.dropout` indexed over the `[B, H, T, S]` weights.
 
     ```mlir
     %o = attn.sdpa %q, %k, %v mask causal : (tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>) -> tensor<?x6x?x32xf32>
@@ -646,14 +702,17 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure, Attn_Infer]> {
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                        Attn_FloatTensor:$value,
                        Optional<Attn_BoolTensor>:$key_padding,
+                       Optional<Attn_Seed>:$seed,
                        DefaultValuedAttr<Attn_MaskKind,
                            "::attn::MaskKind::none">:$mask,
                        OptionalAttr<F64Attr>:$scale,
-                       DefaultValuedAttr<F64Attr, "0.0">:$dropout);
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout,
+                       OptionalAttr<I64Attr>:$stream);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`key_padding` $key_padding^)?
-    (`mask` $mask^)? (`scale` $scale^)? (`dropout` $dropout^)? attr-dict
+    (`mask` $mask^)? (`scale` $scale^)? (`dropout` $dropout^)?
+    (`seed` $seed^ `stream` $stream)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -794,7 +853,8 @@ def Attn_RmsNormGradOp : Attn_Op<"rms_norm_grad", [Pure, Attn_Infer]> {
   }];
 }
 
-def Attn_SdpaGradOp : Attn_Op<"sdpa_grad", [Pure, Attn_Infer]> {
+def Attn_SdpaGradOp : Attn_Op<"sdpa_grad",
+    [Pure, Attn_Infer, AttrSizedOperandSegments]> {
   let summary = "Adjoints of scaled dot-product attention";
   let description = [{
     The adjoints of query, key and value of an `attn.sdpa` with the same
@@ -809,17 +869,20 @@ def Attn_SdpaGradOp : Attn_Op<"sdpa_grad", [Pure, Attn_Infer]> {
                        Attn_FloatTensor:$value, Attn_FloatTensor:$output,
                        Attn_FloatTensor:$grad_output,
                        Optional<Attn_BoolTensor>:$key_padding,
+                       Optional<Attn_Seed>:$seed,
                        DefaultValuedAttr<Attn_MaskKind,
                            "::attn::MaskKind::none">:$mask,
                        OptionalAttr<F64Attr>:$scale,
-                       DefaultValuedAttr<F64Attr, "0.0">:$dropout);
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout,
+                       OptionalAttr<I64Attr>:$stream);
   let results = (outs Attn_FloatTensor:$grad_query,
                       Attn_FloatTensor:$grad_key,
                       Attn_FloatTensor:$grad_value);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $grad_output
     (`key_padding` $key_padding^)? (`mask` $mask^)? (`scale` $scale^)?
-    (`dropout` $dropout^)? attr-dict `:` functional-type(operands, results)
+    (`dropout` $dropout^)? (`seed` $seed^ `stream` $stream)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -889,24 +952,25 @@ def Attn_AdamUpdateOp : Attn_Op<"adam_update", [Pure, Attn_Infer]> {
     beta2 v + (1-beta2) g^2`, `p -= lr * (m/(1-beta1^t)) / (sqrt(v/(1-beta2^t))
     + eps)`; weight decay is added to the gradient (Adam, `torch.optim.Adam`)
     or, with `decoupled`, applied as `p -= lr * weight_decay * p` (AdamW).
-    Returns the new parameter and moments.
+    Returns the new parameter and moments. The hyperparameters are f32
+    scalars, so that a compiled binary takes them at run time.
 
     ```mlir
-    %p1, %m1, %v1 = attn.adam_update %p, %g, %m, %v, %lr, %step beta1 0.9 beta2 0.95 eps 1.0e-08 weight_decay 0.1 decoupled : (...)
+    %p1, %m1, %v1 = attn.adam_update %p, %g, %m, %v, %lr, %step, %beta1, %beta2, %eps, %wd decoupled : (...)
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$param, Attn_FloatTensor:$grad,
                        Attn_FloatTensor:$first_moment,
                        Attn_FloatTensor:$second_moment, Attn_ScalarF32:$lr,
-                       Attn_ScalarI32:$step, Attn_UnitIntervalF64:$beta1,
-                       Attn_UnitIntervalF64:$beta2, Attn_NonNegativeF64:$eps,
-                       Attn_NonNegativeF64:$weight_decay, UnitAttr:$decoupled);
+                       Attn_ScalarF32:$step, Attn_ScalarF32:$beta1,
+                       Attn_ScalarF32:$beta2, Attn_ScalarF32:$eps,
+                       Attn_ScalarF32:$weight_decay, UnitAttr:$decoupled);
   let results = (outs Attn_FloatTensor:$new_param,
                       Attn_FloatTensor:$new_first_moment,
                       Attn_FloatTensor:$new_second_moment);
   let assemblyFormat = [{
     $param `,` $grad `,` $first_moment `,` $second_moment `,` $lr `,` $step
-    `beta1` $beta1 `beta2` $beta2 `eps` $eps `weight_decay` $weight_decay
+    `,` $beta1 `,` $beta2 `,` $eps `,` $weight_decay
     (`decoupled` $decoupled^)? attr-dict `:` functional-type(operands, results)
   }];
 }
