@@ -218,8 +218,10 @@ void attn_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
  * data is read: header length vs file size, strict JSON, dtype F32 only,
  * shapes equal to the model's, data_offsets inside the data section, the
  * right size and non-overlapping, no missing tensor, no extra tensor (other
- * than `__metadata__`). On a validation error the parameters are unchanged;
- * on a read error after validation they are unspecified. */
+ * than `__metadata__`). A file whose metadata has "attn.checksum" (as
+ * `train` writes) is also checked against it. On a validation error the
+ * parameters are unchanged; on a read error or a checksum mismatch after
+ * validation they are unspecified. */
 attn_status attn_load_safetensors(attn_ctx *ctx, const char *path);
 
 /* Writes every parameter, in the model's order, with `__metadata__`
