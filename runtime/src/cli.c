@@ -16,31 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
-
-#define MAX_INS 64
-
-/* Everything any subcommand accepts; each subcommand lists the options it
- * takes, and the parser rejects the others. */
-typedef struct cli {
-  const char *prog;    /* basename of argv[0] */
-  const char *command;
-  const attn_model_info *model;
-  const char *weights, *out, *fn, *prompt, *ids_out;
-  const char *ins[MAX_INS];
-  int num_ins;
-  uint64_t seed;
-  int64_t tokens, context;
-  double temperature, top_p;
-  int32_t top_k, threads;
-} cli;
+#include "cli.h"
+#include "data.h"
 
 /*===- Messages -----------------------------------------------------------===*/
 
-static int usage_error(const cli *c, const char *fmt, ...) ATTN_PRINTF(2, 3);
-static int usage_error(const cli *c, const char *fmt, ...) {
+int attn_cli_usage_error(const cli *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "error: ");
@@ -53,14 +34,12 @@ static int usage_error(const cli *c, const char *fmt, ...) {
   return EXIT_USAGE;
 }
 
-/* Reports the runtime's last error, which already names file and tensor. */
-static int input_error(void) {
+int attn_cli_input_error(void) {
   fprintf(stderr, "error: %s\n", attn_last_error());
   return EXIT_INPUT;
 }
 
-static int input_errorf(const char *fmt, ...) ATTN_PRINTF(1, 2);
-static int input_errorf(const char *fmt, ...) {
+int attn_cli_input_errorf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "error: ");
@@ -69,6 +48,10 @@ static int input_errorf(const char *fmt, ...) {
   fputc('\n', stderr);
   return EXIT_INPUT;
 }
+
+#define usage_error attn_cli_usage_error
+#define input_error attn_cli_input_error
+#define input_errorf attn_cli_input_errorf
 
 /*===- Help ---------------------------------------------------------------===*/
 
@@ -165,6 +148,75 @@ static int set_option(cli *c, const char *name, const char *v) {
     if (!parse_u64(v, &c->seed))
       return usage_error(c, "--seed takes a non-negative integer, not '%s'",
                          v);
+    c->has_seed = 1;
+  } else if (strcmp(name, "--data") == 0) {
+    c->data = v;
+  } else if (strcmp(name, "--resume") == 0) {
+    c->resume = v;
+  } else if (strcmp(name, "--log") == 0) {
+    c->log = v;
+  } else if (strcmp(name, "--checkpoint") == 0) {
+    c->checkpoint = v;
+  } else if (strcmp(name, "--format") == 0) {
+    c->format = attn_data_format_parse(v);
+    if (c->format < 0)
+      return usage_error(c,
+                         "--format takes text, tokens, tagged or pairs, not "
+                         "'%s'",
+                         v);
+  } else if (strcmp(name, "--schedule") == 0) {
+    c->schedule = strcmp(v, "constant") == 0       ? ATTN_SCHEDULE_CONSTANT
+                  : strcmp(v, "cosine") == 0       ? ATTN_SCHEDULE_COSINE
+                  : strcmp(v, "warmup_rsqrt") == 0 ? ATTN_SCHEDULE_WARMUP_RSQRT
+                                                   : -1;
+    if (c->schedule < 0)
+      return usage_error(c,
+                         "--schedule takes constant, cosine or warmup_rsqrt, "
+                         "not '%s'",
+                         v);
+  } else if (strcmp(name, "--steps") == 0 || strcmp(name, "--batch") == 0 ||
+             strcmp(name, "--seq") == 0 || strcmp(name, "--save-every") == 0) {
+    int64_t *dst = name[2] == 's' && name[3] == 't'   ? &c->steps
+                   : name[2] == 'b'                   ? &c->batch
+                   : name[2] == 's' && name[4] == 'q' ? &c->seq
+                                                      : &c->save_every;
+    if (!parse_i64(v, 1, INT32_MAX, dst))
+      return usage_error(c, "%s takes a positive integer, not '%s'", name, v);
+  } else if (strcmp(name, "--warmup") == 0 ||
+             strcmp(name, "--schedule-steps") == 0) {
+    int k = name[2] == 'w' ? HYPER_OPT_WARMUP : HYPER_OPT_SCHEDULE_STEPS;
+    if (!parse_i64(v, 0, INT32_MAX, &i))
+      return usage_error(c, "%s takes a non-negative integer, not '%s'", name,
+                         v);
+    c->hyper[k] = (double)i;
+    c->has_hyper[k] = 1;
+  } else if (strcmp(name, "--lr") == 0 || strcmp(name, "--beta1") == 0 ||
+             strcmp(name, "--beta2") == 0 || strcmp(name, "--eps") == 0 ||
+             strcmp(name, "--weight-decay") == 0 ||
+             strcmp(name, "--clip-norm") == 0 ||
+             strcmp(name, "--d-model") == 0) {
+    static const char *const names[] = {"--lr",        "--beta1",
+                                        "--beta2",     "--eps",
+                                        "--weight-decay", "--clip-norm"};
+    int k = HYPER_OPT_D_MODEL;
+    for (int j = 0; j < 6; ++j)
+      if (strcmp(name, names[j]) == 0)
+        k = j;
+    double x;
+    int ok = parse_double(v, &x) && x >= 0;
+    if (ok && (k == HYPER_OPT_BETA1 || k == HYPER_OPT_BETA2))
+      ok = x < 1;
+    if (ok && (k == HYPER_OPT_LR || k == HYPER_OPT_D_MODEL))
+      ok = x > 0;
+    if (!ok)
+      return usage_error(
+          c, "%s takes a number %s, not '%s'", name,
+          k == HYPER_OPT_BETA1 || k == HYPER_OPT_BETA2 ? "in [0, 1)"
+          : k == HYPER_OPT_LR || k == HYPER_OPT_D_MODEL ? "> 0"
+                                                        : ">= 0",
+          v);
+    c->hyper[k] = x;
+    c->has_hyper[k] = 1;
   } else if (strcmp(name, "--tokens") == 0) {
     if (!parse_i64(v, 0, INT32_MAX, &c->tokens))
       return usage_error(c, "--tokens takes a non-negative integer, not '%s'",
@@ -240,7 +292,7 @@ static int make_ctx(cli *c, attn_ctx **ctx) {
 
 /* Creates the context and loads -w; -w may be left out for a model without
  * parameters. */
-static int load_weights(cli *c, attn_ctx **ctx) {
+int attn_cli_load_weights(cli *c, attn_ctx **ctx) {
   if (!c->weights && c->model->num_params > 0)
     return usage_error(c, "missing -w WEIGHTS.safetensors");
   int st = make_ctx(c, ctx);
@@ -328,6 +380,23 @@ static int cmd_info(cli *c) {
     printf("  ");
     print_signature(stdout, &m->entries[i]);
     printf("\n");
+  }
+  if (m->train) {
+    const attn_train_info *t = m->train;
+    printf("train:\n  loss: %s\n", t->loss_fn ? t->loss_fn : "?");
+    printf("  optimizer: %s(lr: %g, beta1: %g, beta2: %g, eps: %g, "
+           "weight_decay: %g)\n",
+           t->optimizer == ATTN_OPTIMIZER_ADAMW ? "adamw" : "adam", t->lr,
+           t->beta1, t->beta2, t->eps, t->weight_decay);
+    if (t->schedule == ATTN_SCHEDULE_COSINE)
+      printf("  schedule: cosine(warmup: %lld, steps: %lld)\n",
+             (long long)t->warmup, (long long)t->total_steps);
+    else if (t->schedule == ATTN_SCHEDULE_WARMUP_RSQRT)
+      printf("  schedule: warmup_rsqrt(warmup: %lld, d_model: %g)\n",
+             (long long)t->warmup, t->d_model);
+    else
+      printf("  schedule: constant()\n");
+    printf("  clip_norm: %g\n", t->clip_norm);
   }
   printf("parameters:\n");
   int width = 0, twidth = 0;
@@ -425,28 +494,27 @@ static void list_inputs(const attn_entry_info *e, char *buf, size_t n) {
                             e->args[a].name);
 }
 
-static int cmd_forward(cli *c) {
-  const attn_model_info *m = c->model;
-  if (!c->weights && m->num_params > 0)
-    return usage_error(c, "missing -w WEIGHTS.safetensors");
-  if (!c->out)
-    return usage_error(c, "missing -o OUT.npy");
-  const char *fn = c->fn ? c->fn : "forward";
+/* The entry point `fn`, or an error listing the model's entry points. */
+static const attn_entry_info *find_entry_or_fail(const attn_model_info *m,
+                                                 const char *fn) {
   const attn_entry_info *e = attn_find_entry(m, fn);
-  if (!e) {
-    char names[512] = "";
-    size_t o = 0;
-    for (int32_t i = 0; i < m->num_entries && o < sizeof names; ++i)
-      o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "",
-                            m->entries[i].name);
-    return input_errorf("model '%s' has no entry point '%s' (it has: %s)",
-                        m->name, fn, names);
-  }
+  if (e)
+    return e;
+  char names[512] = "";
+  size_t o = 0;
+  for (int32_t i = 0; i < m->num_entries && o < sizeof names; ++i)
+    o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "",
+                          m->entries[i].name);
+  input_errorf("model '%s' has no entry point '%s' (it has: %s)", m->name, fn,
+               names);
+  return NULL;
+}
 
-  /* Bind every --in to an argument before reading any file. */
+/* Binds every --in to an INPUT argument of `e` before reading any file:
+ * files[k] is the file of the k-th INPUT argument. */
+static int bind_inputs(cli *c, const attn_entry_info *e, const char **files) {
+  const char *fn = e->name;
   int32_t num_inputs = attn_entry_num_inputs(e);
-  const char *files[MAX_INS + 1] = {0};
-  const attn_tensor_info *infos[MAX_INS + 1] = {0};
   char names[512];
   list_inputs(e, names, sizeof names);
   if (num_inputs > MAX_INS)
@@ -475,35 +543,29 @@ static int cmd_forward(cli *c) {
   for (int32_t k = 0, a = 0; a < e->num_args; ++a) {
     if (e->args[a].kind != ATTN_ARG_INPUT)
       continue;
-    infos[k] = &e->args[a];
     if (!files[k])
       return input_errorf("%s: missing --in %s=FILE.npy", fn, e->args[a].name);
     ++k;
   }
-  for (int32_t r = 0; r < e->num_results; ++r)
-    if (e->results[r].dtype == ATTN_BF16)
-      return input_errorf("%s: result %d is bf16, which .npy cannot hold", fn,
-                          (int)r);
+  return -1;
+}
 
-  attn_ctx *ctx = NULL;
-  int st = load_weights(c, &ctx);
-  if (st >= 0)
-    return st;
-  attn_tensor inputs[MAX_INS + 1];
+/* Reads the bound files and checks them against `e`. */
+static int load_inputs(const attn_entry_info *e, const char **files,
+                       attn_tensor *inputs) {
+  int32_t num_inputs = attn_entry_num_inputs(e);
   const attn_tensor *ptrs[MAX_INS + 1];
-  memset(inputs, 0, sizeof inputs);
-  attn_tensor *outputs = calloc((size_t)e->num_results + 1, sizeof *outputs);
-  attn_atomic_file *files_out =
-      calloc((size_t)e->num_results + 1, sizeof *files_out);
-  int32_t num_open = 0;
-  if (!outputs || !files_out)
-    st = input_errorf("out of memory");
-  for (int32_t k = 0; k < num_inputs && st < 0; ++k) {
+  int st = -1;
+  for (int32_t k = 0, a = 0; a < e->num_args && st < 0; ++a) {
+    const attn_tensor_info *info = &e->args[a];
+    if (info->kind != ATTN_ARG_INPUT)
+      continue;
     ptrs[k] = &inputs[k];
     if (attn_npy_load(files[k], &inputs[k]))
       st = input_error();
-    else if (inputs[k].dtype == ATTN_I64 && infos[k]->dtype == ATTN_I32)
-      st = narrow_ids(&inputs[k], files[k], infos[k]->name);
+    else if (inputs[k].dtype == ATTN_I64 && info->dtype == ATTN_I32)
+      st = narrow_ids(&inputs[k], files[k], info->name);
+    ++k;
   }
   int32_t bad = -1;
   if (st < 0 && attn_check_inputs(e, ptrs, num_inputs, &bad)) {
@@ -512,6 +574,59 @@ static int cmd_forward(cli *c) {
     else
       st = input_error();
   }
+  if (st >= 0)
+    for (int32_t k = 0; k < num_inputs; ++k)
+      attn_tensor_release(&inputs[k]);
+  return st;
+}
+
+int attn_cli_read_inputs(cli *c, const attn_entry_info *e,
+                         attn_tensor *inputs) {
+  const char *files[MAX_INS + 1] = {0};
+  memset(inputs, 0, sizeof *inputs * (size_t)(attn_entry_num_inputs(e) + 1));
+  int st = bind_inputs(c, e, files);
+  if (st >= 0)
+    return st;
+  return load_inputs(e, files, inputs);
+}
+
+static int cmd_forward(cli *c) {
+  const attn_model_info *m = c->model;
+  if (!c->weights && m->num_params > 0)
+    return usage_error(c, "missing -w WEIGHTS.safetensors");
+  if (!c->out)
+    return usage_error(c, "missing -o OUT.npy");
+  const char *fn = c->fn ? c->fn : "forward";
+  const attn_entry_info *e = find_entry_or_fail(m, fn);
+  if (!e)
+    return EXIT_INPUT;
+  int32_t num_inputs = attn_entry_num_inputs(e);
+  const char *files[MAX_INS + 1] = {0};
+  int bound = bind_inputs(c, e, files);
+  if (bound >= 0)
+    return bound;
+  for (int32_t r = 0; r < e->num_results; ++r)
+    if (e->results[r].dtype == ATTN_BF16)
+      return input_errorf("%s: result %d is bf16, which .npy cannot hold", fn,
+                          (int)r);
+
+  attn_ctx *ctx = NULL;
+  int st = attn_cli_load_weights(c, &ctx);
+  if (st >= 0)
+    return st;
+  attn_tensor inputs[MAX_INS + 1];
+  const attn_tensor *ptrs[MAX_INS + 1];
+  memset(inputs, 0, sizeof inputs);
+  for (int32_t k = 0; k < num_inputs; ++k)
+    ptrs[k] = &inputs[k];
+  attn_tensor *outputs = calloc((size_t)e->num_results + 1, sizeof *outputs);
+  attn_atomic_file *files_out =
+      calloc((size_t)e->num_results + 1, sizeof *files_out);
+  int32_t num_open = 0;
+  if (!outputs || !files_out)
+    st = input_errorf("out of memory");
+  if (st < 0)
+    st = load_inputs(e, files, inputs);
   int have_outputs = 0;
   if (st < 0) {
     if (attn_run(ctx, fn, ptrs, num_inputs, outputs, e->num_results))
@@ -589,7 +704,7 @@ static int cmd_generate(cli *c) {
     return usage_error(c, "--prompt must not be empty (generation starts "
                           "from at least one byte)");
   attn_ctx *ctx = NULL;
-  int st = load_weights(c, &ctx);
+  int st = attn_cli_load_weights(c, &ctx);
   if (st >= 0)
     return st;
   int32_t *prompt = malloc(sizeof *prompt * len);
@@ -634,17 +749,6 @@ static int cmd_generate(cli *c) {
   return st < 0 ? EXIT_OK : st;
 }
 
-/*===- Not yet available --------------------------------------------------===*/
-
-static int cmd_unavailable(cli *c) {
-  fprintf(stderr,
-          "error: '%s' is not available in this build: attnc does not "
-          "generate training entry points (loss gradients, train_step) yet, "
-          "so model '%s' has none\n",
-          c->command, c->model->name);
-  return EXIT_INPUT;
-}
-
 /*===- Dispatch -----------------------------------------------------------===*/
 
 static const char *const INFO_OPTS[] = {NULL};
@@ -653,12 +757,17 @@ static const char *const FORWARD_OPTS[] = {"-w", "--in", "--fn", "-o", NULL};
 static const char *const GENERATE_OPTS[] = {
     "-w",     "--prompt",  "--tokens",  "--temperature", "--top-k",
     "--top-p", "--seed",   "--ids-out", "--context",     NULL};
-/* Accepted so that --help works; the commands themselves refuse to run. */
-static const char *const GRAD_OPTS[] = {"-w", "--in", "--fn", "-o", NULL};
+static const char *const GRAD_OPTS[] = {"-w", "--in", "--fn", "--seed", "-o",
+                                        NULL};
 static const char *const TRAIN_OPTS[] = {
-    "-w",   "--data", "--steps",      "--batch",  "--seq", "--lr",
-    "--seed", "-o",   "--save-every", "--resume", NULL};
-static const char *const EVAL_OPTS[] = {"-w", "--data", NULL};
+    "-w",           "--data",      "--format",         "--steps",
+    "--batch",      "--seq",       "--seed",           "-o",
+    "--save-every", "--resume",    "--checkpoint",     "--log",
+    "--lr",         "--beta1",     "--beta2",          "--eps",
+    "--weight-decay", "--clip-norm", "--schedule",     "--warmup",
+    "--schedule-steps", "--d-model", NULL};
+static const char *const EVAL_OPTS[] = {"-w",    "--data", "--format",
+                                        "--batch", "--seq", "--fn", NULL};
 
 static const command COMMANDS[] = {
     {"info", "the model, its entry points and parameters", "",
@@ -701,18 +810,63 @@ static const command COMMANDS[] = {
      "  --context N            feed forward only the last N tokens\n"
      "                         (default 0: the whole sequence)\n",
      GENERATE_OPTS, cmd_generate},
-    {"grad", "loss and gradients (not available in this build)",
-     "-w W.safetensors --in ARG=FILE.npy ... -o GRADS.safetensors",
-     "Loss and gradients: not available in this build.\n\noptions:\n",
-     GRAD_OPTS, cmd_unavailable},
-    {"train", "training (not available in this build)",
-     "-w W.safetensors --data DATA ... -o W2.safetensors",
-     "Training: not available in this build.\n\noptions:\n", TRAIN_OPTS,
-     cmd_unavailable},
-    {"eval", "mean loss and perplexity (not available in this build)",
-     "-w W.safetensors --data DATA",
-     "Mean loss and perplexity: not available in this build.\n\noptions:\n",
-     EVAL_OPTS, cmd_unavailable},
+    {"grad", "the loss and its gradient for every parameter",
+     "-w W.safetensors --in ARG=FILE.npy ... [--fn NAME] [--seed N]\n"
+     "              -o GRADS.safetensors",
+     "Runs the gradient entry point NAME_grad of a loss fn on .npy inputs,\n"
+     "prints the loss and writes d loss / d parameter for every parameter,\n"
+     "under the parameter's name, as safetensors.\n\noptions:\n"
+     "  -w FILE                weights (safetensors)\n"
+     "  --in ARG=FILE          binds argument ARG of the loss fn to a .npy\n"
+     "  --fn NAME              the loss fn (default: train { loss })\n"
+     "  --seed N               dropout seed (default 0; the call's seed is\n"
+     "                         attn_dropout_seed(N, 0))\n"
+     "  -o FILE                the gradients (safetensors)\n",
+     GRAD_OPTS, attn_cmd_grad},
+    {"train", "train the weights on a data file",
+     "-w W.safetensors --data DATA [--steps N] [--batch B] [--seq T]\n"
+     "               [--lr X] [--seed N] [--save-every N] [--resume CKPT]\n"
+     "               -o W2.safetensors",
+     "Trains with the model's train_step entry point, starting from -w (or\n"
+     "from a checkpoint with --resume), and writes the weights to -o, a\n"
+     "checkpoint (weights and optimizer state) and a CSV of the loss curve.\n"
+     "Defaults come from the model's train { } section (see 'info').\n"
+     "See docs/Training.md.\n\noptions:\n"
+     "  -w FILE                initial weights (safetensors)\n"
+     "  --data FILE            training data: text, .npy tokens, .tagged\n"
+     "                         word<TAB>tag, or .tsv input<TAB>target pairs\n"
+     "  --format F             text, tokens, tagged or pairs (default: by\n"
+     "                         the file's extension)\n"
+     "  --steps N              train until step N (default: the schedule's\n"
+     "                         steps for cosine, else 1000)\n"
+     "  --batch B              examples per step (default 16)\n"
+     "  --seq T                positions per example (default: the model's\n"
+     "                         limit, else 128)\n"
+     "  --seed N               data order and dropout seed (default 0)\n"
+     "  -o FILE                the trained weights (safetensors)\n"
+     "  --save-every N         also save a checkpoint every N steps\n"
+     "  --checkpoint FILE      where (default: OUT with .ckpt.safetensors)\n"
+     "  --resume FILE          continue a checkpoint, exactly\n"
+     "  --log FILE             the loss CSV (default: OUT with .csv)\n"
+     "  --lr X, --beta1 X, --beta2 X, --eps X, --weight-decay X,\n"
+     "  --clip-norm X          override the train { } values\n"
+     "  --schedule S           constant, cosine or warmup_rsqrt\n"
+     "  --warmup N             warmup steps of cosine and warmup_rsqrt\n"
+     "  --schedule-steps N     the step cosine decays to 0 at\n"
+     "  --d-model X            warmup_rsqrt's d_model\n",
+     TRAIN_OPTS, attn_cmd_train},
+    {"eval", "mean loss and perplexity on a data file",
+     "-w W.safetensors --data DATA [--batch B] [--seq T] [--fn NAME]",
+     "Computes the mean loss per scored position (and its exp, the\n"
+     "perplexity) of the loss fn over every example of DATA, without\n"
+     "dropout.\n\noptions:\n"
+     "  -w FILE                weights (safetensors)\n"
+     "  --data FILE            the data, as for train\n"
+     "  --format F             text, tokens, tagged or pairs\n"
+     "  --batch B              examples per call (default 16)\n"
+     "  --seq T                positions per example (as for train)\n"
+     "  --fn NAME              the loss fn (default: train { loss })\n",
+     EVAL_OPTS, attn_cmd_eval},
     {NULL, NULL, NULL, NULL, NULL, NULL}};
 
 static const command *commands(void) { return COMMANDS; }
@@ -725,6 +879,8 @@ int attn_main(int argc, char **argv, const attn_model_info *model) {
   c.prog = slash ? slash + 1 : prog;
   c.model = model;
   c.tokens = 100;
+  c.format = ATTN_DATA_AUTO;
+  c.schedule = -1;
   c.temperature = 1.0;
   c.top_p = 1.0;
   if (!model || !model->name) {

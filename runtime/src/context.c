@@ -34,23 +34,66 @@ int32_t attn_find_param(const attn_model_info *model, const char *name) {
   return -1;
 }
 
+int attn_kind_is_param_sized(int32_t kind) {
+  return kind == ATTN_ARG_PARAMS || kind == ATTN_ARG_GRADS ||
+         kind == ATTN_ARG_FIRST_MOMENT || kind == ATTN_ARG_SECOND_MOMENT;
+}
+
 static attn_status check_tensor_info(const attn_model_info *m,
                                      const attn_entry_info *e,
                                      const attn_tensor_info *t,
                                      const char *what, int32_t i) {
+  /* Buffers the runtime provides have the shape the runtime gives them. */
+  int runtime_shaped =
+      attn_kind_is_param_sized(t->kind) || t->kind == ATTN_ARG_HYPER;
   if (t->rank < 0 || t->rank > ATTN_MAX_RANK ||
-      (t->rank && !t->shape && t->kind != ATTN_ARG_PARAMS) ||
+      (t->rank && !t->shape && !runtime_shaped) ||
       attn_dtype_size((attn_dtype)t->dtype) == 0 || !t->name)
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                      "model '%s': entry point '%s': %s %d has a bad rank, "
                      "shape, dtype or name",
                      m->name, e->name, what, (int)i);
-  /* The parameter buffer's own shape is the runtime's to fill in. */
-  for (int32_t d = 0; d < t->rank && t->kind != ATTN_ARG_PARAMS; ++d)
+  for (int32_t d = 0; d < t->rank && !runtime_shaped; ++d)
     if (t->shape[d] < -1)
       return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                        "model '%s': entry point '%s': %s %d has a bad dim",
                        m->name, e->name, what, (int)i);
+  if (what[0] == 'r') /* results: the kind is not used */
+    return ATTN_OK;
+  int ok = 1;
+  switch (t->kind) {
+  case ATTN_ARG_PARAMS:
+  case ATTN_ARG_INPUT:
+    break;
+  case ATTN_ARG_KV_CACHE:
+    ok = t->rank == 1 && t->dtype == ATTN_F32;
+    break;
+  case ATTN_ARG_KV_STATE:
+    ok = t->rank == 1 && t->dtype == ATTN_I64;
+    break;
+  case ATTN_ARG_GRADS:
+  case ATTN_ARG_FIRST_MOMENT:
+  case ATTN_ARG_SECOND_MOMENT:
+    ok = t->rank == 1 && t->dtype == ATTN_F32;
+    break;
+  case ATTN_ARG_HYPER:
+    ok = t->rank == 1 && t->dtype == ATTN_F32 &&
+         (!t->shape || t->shape[0] < 0 || t->shape[0] == ATTN_HYPER_COUNT);
+    break;
+  case ATTN_ARG_SEED:
+    ok = t->rank == 0 && t->dtype == ATTN_I64;
+    break;
+  default:
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "model '%s': entry point '%s': argument %d has kind %d, "
+                     "which this runtime does not know",
+                     m->name, e->name, (int)i, (int)t->kind);
+  }
+  if (!ok)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "model '%s': entry point '%s': argument %d (kind %d) "
+                     "has the wrong rank or dtype for its kind",
+                     m->name, e->name, (int)i, (int)t->kind);
   return ATTN_OK;
 }
 
@@ -161,7 +204,56 @@ void attn_ctx_destroy(attn_ctx *ctx) {
   attn_pool_destroy(ctx->pool);
   ctx->allocator.free(ctx->allocator.user, ctx->params);
   free(ctx->kv_cache);
+  float *train[] = {ctx->grads, ctx->first_moment, ctx->second_moment};
+  for (int i = 0; i < 3; ++i)
+    if (train[i])
+      ctx->allocator.free(ctx->allocator.user, train[i]);
   free(ctx);
+}
+
+float **attn_ctx_train_slot(attn_ctx *ctx, int32_t kind) {
+  float **slot = kind == ATTN_ARG_GRADS           ? &ctx->grads
+                 : kind == ATTN_ARG_FIRST_MOMENT  ? &ctx->first_moment
+                 : kind == ATTN_ARG_SECOND_MOMENT ? &ctx->second_moment
+                                                  : NULL;
+  if (!slot || *slot)
+    return slot;
+  size_t bytes = (size_t)ctx->model->num_param_elements * sizeof(float);
+  *slot = ctx->allocator.alloc(ctx->allocator.user, bytes ? bytes : 64, 64);
+  if (!*slot)
+    return NULL;
+  memset(*slot, 0, bytes);
+  return slot;
+}
+
+attn_status attn_ctx_train_buffer(attn_ctx *ctx, attn_arg_kind kind,
+                                  float **out) {
+  if (!ctx || !out)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL argument");
+  *out = NULL;
+  if (kind != ATTN_ARG_GRADS && kind != ATTN_ARG_FIRST_MOMENT &&
+      kind != ATTN_ARG_SECOND_MOMENT)
+    return attn_ctx_fail(ctx, attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                                        "argument kind %d has no training "
+                                        "buffer",
+                                        (int)kind));
+  float **slot = attn_ctx_train_slot(ctx, kind);
+  if (!slot)
+    return attn_ctx_fail(
+        ctx, attn_fail(ATTN_ERR_OUT_OF_MEMORY,
+                       "out of memory allocating a training buffer of %lld "
+                       "floats",
+                       (long long)ctx->model->num_param_elements));
+  *out = *slot;
+  return ATTN_OK;
+}
+
+void attn_ctx_set_hyper(attn_ctx *ctx, const float *hyper) {
+  memcpy(ctx->hyper, hyper, sizeof ctx->hyper);
+}
+
+void attn_ctx_set_seed(attn_ctx *ctx, uint64_t seed) {
+  ctx->seed = (int64_t)seed;
 }
 
 const attn_model_info *attn_ctx_model(const attn_ctx *ctx) {

@@ -144,12 +144,69 @@ struct attn_ctx {
   float *kv_cache;
   int64_t kv_batch;
   int64_t kv_state[2];
+  /* Training state, each num_param_elements floats laid out as `params`
+   * and allocated (zeroed) on first use: gradients, Adam's m and v. */
+  float *grads, *first_moment, *second_moment;
+  /* What the ATTN_ARG_HYPER and ATTN_ARG_SEED arguments get. */
+  float hyper[ATTN_HYPER_COUNT];
+  int64_t seed;
   char error[ATTN_ERROR_MAX];
 };
+
+/* The context's buffer for an argument of kind ATTN_ARG_GRADS,
+ * ATTN_ARG_FIRST_MOMENT or ATTN_ARG_SECOND_MOMENT, allocated and zeroed on
+ * first use; NULL for another kind or when out of memory. */
+float **attn_ctx_train_slot(attn_ctx *ctx, int32_t kind);
+
+/* Whether arguments of this kind are a rank-1 f32 buffer the runtime sizes
+ * like the parameter buffer (PARAMS, GRADS, FIRST_MOMENT, SECOND_MOMENT). */
+int attn_kind_is_param_sized(int32_t kind);
 
 /* Makes `pool` the one attn_parallel_for(NULL, ...) uses on this thread and
  * returns the previous one, to be restored after the entry point returns. */
 attn_pool *attn_pool_set_current(attn_pool *pool);
+
+/*===- safetensors (safetensors.c) ---------------------------------------===*/
+
+/* One tensor a safetensors file must hold, and where its data goes (NULL:
+ * read, checked and dropped). */
+typedef struct attn_st_expect {
+  const char *name;
+  int32_t dtype;
+  int32_t rank;
+  const int64_t *shape;
+  void *dest;
+} attn_st_expect;
+
+/* Reads a safetensors file holding exactly the `expect`ed tensors (any
+ * order), with every check attn_load_safetensors makes; a missing or extra
+ * tensor is "not/missing <what> of model '<model_name>'". When the metadata
+ * has "attn.checksum" (attn_checksum of the data section, 16 hex digits) the
+ * data is verified against it. On success *meta_out (if not NULL) is the
+ * `__metadata__` object or NULL when there is none; free with
+ * attn_json_free. */
+attn_status attn_st_load(const char *path, const char *model_name,
+                         const char *what, int32_t num_expected,
+                         const attn_st_expect *expect,
+                         struct attn_json **meta_out);
+
+/* attn_write_safetensors, plus (when `checksum` is set) a metadata entry
+ * "attn.checksum" with the checksum of the data section. */
+attn_status attn_st_write(const char *path, int32_t n,
+                          const char *const *names,
+                          const attn_tensor *const *tensors, int32_t num_meta,
+                          const char *const *meta_keys,
+                          const char *const *meta_values, int checksum);
+
+/* FNV-1a (64-bit) over little-endian 32-bit words, streaming. */
+typedef struct attn_checksum {
+  uint64_t h;
+  uint32_t carry;
+  int num_carry;
+} attn_checksum;
+void attn_checksum_init(attn_checksum *c);
+void attn_checksum_update(attn_checksum *c, const void *data, size_t n);
+uint64_t attn_checksum_final(const attn_checksum *c);
 
 /*===- Entry points (run.c) ----------------------------------------------===*/
 

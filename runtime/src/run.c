@@ -287,7 +287,14 @@ static attn_status take_results(attn_ctx *ctx, const attn_entry_info *e,
     uintptr_t alloc = (uintptr_t)d[0];
     rs[r].allocated = alloc;
     rs[r].foreign = alloc == 0 || alloc == MLIR_GLOBAL_MARKER ||
-                    inside(alloc, ctx->params, m->num_param_elements * 4);
+                    inside(alloc, ctx->params, m->num_param_elements * 4) ||
+                    inside(alloc, ctx->grads, m->num_param_elements * 4) ||
+                    inside(alloc, ctx->first_moment,
+                           m->num_param_elements * 4) ||
+                    inside(alloc, ctx->second_moment,
+                           m->num_param_elements * 4) ||
+                    inside(alloc, ctx->hyper, sizeof ctx->hyper) ||
+                    inside(alloc, &ctx->seed, sizeof ctx->seed);
     for (int32_t i = 0; i < num_inputs && !rs[r].foreign; ++i)
       rs[r].foreign = inside(alloc, inputs[i]->data,
                              attn_tensor_nbytes(inputs[i]));
@@ -409,9 +416,18 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
     num_slots += ATTN_DESCRIPTOR_SLOTS(e->results[r].rank);
   size_t result_slots = num_slots;
   for (int32_t a = 0; a < e->num_args; ++a)
-    num_slots += e->args[a].kind == ATTN_ARG_PARAMS
+    num_slots += attn_kind_is_param_sized(e->args[a].kind)
                      ? ATTN_DESCRIPTOR_SLOTS(1)
                      : ATTN_DESCRIPTOR_SLOTS(e->args[a].rank);
+  /* The training buffers an entry point writes exist before the call. */
+  for (int32_t a = 0; a < e->num_args; ++a)
+    if (attn_kind_is_param_sized(e->args[a].kind) &&
+        e->args[a].kind != ATTN_ARG_PARAMS &&
+        !attn_ctx_train_slot(ctx, e->args[a].kind))
+      return attn_fail(ATTN_ERR_OUT_OF_MEMORY,
+                       "out of memory allocating a training buffer of %lld "
+                       "floats",
+                       (long long)m->num_param_elements);
   int64_t *slots = calloc(num_slots + 1, sizeof *slots);
   if (!slots)
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -438,6 +454,17 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
       int64_t n = 2;
       fill_descriptor(d, ctx->kv_state, 1, &n);
       d += ATTN_DESCRIPTOR_SLOTS(1);
+    } else if (attn_kind_is_param_sized(info->kind)) {
+      int64_t n = m->num_param_elements;
+      fill_descriptor(d, *attn_ctx_train_slot(ctx, info->kind), 1, &n);
+      d += ATTN_DESCRIPTOR_SLOTS(1);
+    } else if (info->kind == ATTN_ARG_HYPER) {
+      int64_t n = ATTN_HYPER_COUNT;
+      fill_descriptor(d, ctx->hyper, 1, &n);
+      d += ATTN_DESCRIPTOR_SLOTS(1);
+    } else if (info->kind == ATTN_ARG_SEED) {
+      fill_descriptor(d, &ctx->seed, 0, NULL);
+      d += ATTN_DESCRIPTOR_SLOTS(0);
     } else {
       const attn_tensor *t = inputs[k++];
       fill_descriptor(d, t->data, t->rank, t->dims);

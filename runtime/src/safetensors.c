@@ -35,7 +35,7 @@ static const char *st_dtype_name(attn_dtype dtype) {
 
 typedef struct span {
   int64_t begin, end;
-  int32_t param;
+  int32_t index; /* into the expected table */
 } span;
 
 static int by_begin(const void *a, const void *b) {
@@ -60,10 +60,13 @@ static int32_t int_array(const attn_json *v, int64_t *out, int32_t max) {
 }
 
 typedef struct loader {
-  attn_ctx *ctx;
   const char *path;
+  const char *model;   /* for messages */
+  const char *what;    /* "a parameter", "part of a checkpoint" */
+  int32_t n;
+  const attn_st_expect *expect;
   int64_t data_size;
-  span *spans;       /* by parameter index; begin = -1 until seen */
+  span *spans;       /* by expected index; begin = -1 until seen */
 } loader;
 
 static attn_status check_metadata(const loader *L, const attn_json *meta) {
@@ -80,20 +83,30 @@ static attn_status check_metadata(const loader *L, const attn_json *meta) {
   return ATTN_OK;
 }
 
+static int32_t find_expected(const loader *L, const char *name) {
+  for (int32_t i = 0; i < L->n; ++i)
+    if (strcmp(L->expect[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
 static attn_status check_tensor(loader *L, const attn_json *t) {
-  const attn_model_info *m = L->ctx->model;
   const char *path = L->path;
   char q[256], s1[256], s2[256];
   attn_quote(q, sizeof q, t->key);
-  int32_t index = attn_find_param(m, t->key);
+  int32_t index = find_expected(L, t->key);
   if (index < 0)
     return attn_fail(ATTN_ERR_MISMATCH,
-                     "%s: tensor '%s' is not a parameter of model '%s'", path,
-                     q, m->name);
+                     "%s: tensor '%s' is not %s of model '%s'%s", path, q,
+                     L->what, L->model,
+                     strncmp(t->key, "optim.", 6) == 0
+                         ? " (a training checkpoint? load the weights "
+                           "'train -o' wrote, or continue it with --resume)"
+                         : "");
   if (L->spans[index].begin >= 0)
     return attn_fail(ATTN_ERR_FORMAT, "%s: tensor '%s' appears twice", path,
                      q);
-  const attn_param_info *p = &m->params[index];
+  const attn_st_expect *p = &L->expect[index];
   if (t->kind != ATTN_JSON_OBJECT)
     return attn_fail(ATTN_ERR_FORMAT, "%s: tensor '%s' is not an object", path,
                      q);
@@ -108,11 +121,12 @@ static attn_status check_tensor(loader *L, const attn_json *t) {
   if (dtype->kind != ATTN_JSON_STRING)
     return attn_fail(ATTN_ERR_FORMAT, "%s: tensor '%s' has a non-string dtype",
                      path, q);
-  if (strcmp(dtype->string, "F32") != 0) {
+  const char *want_dtype = st_dtype_name((attn_dtype)p->dtype);
+  if (strcmp(dtype->string, want_dtype) != 0) {
     char d[64];
     return attn_fail(ATTN_ERR_MISMATCH,
-                     "%s: tensor '%s' has dtype %s, expected F32", path, q,
-                     attn_quote(d, sizeof d, dtype->string));
+                     "%s: tensor '%s' has dtype %s, expected %s", path, q,
+                     attn_quote(d, sizeof d, dtype->string), want_dtype);
   }
   int64_t dims[ATTN_MAX_RANK + 1];
   int32_t rank = int_array(shape, dims, ATTN_MAX_RANK);
@@ -141,40 +155,43 @@ static attn_status check_tensor(loader *L, const attn_json *t) {
                      "the data section of %lld bytes (truncated file?)",
                      path, q, (long long)be[0], (long long)be[1],
                      (long long)L->data_size);
-  int64_t want = attn_param_numel(p) * 4;
+  int64_t want = attn_numel(p->rank, p->shape) *
+                 (int64_t)attn_dtype_size((attn_dtype)p->dtype);
   if (be[1] - be[0] != want)
     return attn_fail(ATTN_ERR_FORMAT,
                      "%s: tensor '%s' has data_offsets [%lld, %lld] (%lld "
-                     "bytes) but F32%s needs %lld bytes",
+                     "bytes) but %s%s needs %lld bytes",
                      path, q, (long long)be[0], (long long)be[1],
-                     (long long)(be[1] - be[0]), s2, (long long)want);
+                     (long long)(be[1] - be[0]), want_dtype, s2,
+                     (long long)want);
   L->spans[index].begin = be[0];
   L->spans[index].end = be[1];
-  L->spans[index].param = index;
+  L->spans[index].index = index;
   return ATTN_OK;
 }
 
 /* Every tensor is present, and the tensors tile the data section exactly:
- * no overlap (two parameters sharing bytes) and no hole (as the reference
- * implementation requires). */
-static attn_status check_layout(loader *L) {
-  const attn_model_info *m = L->ctx->model;
+ * no overlap (two tensors sharing bytes) and no hole (as the reference
+ * implementation requires). On success *sorted_out holds the spans in file
+ * order (the caller frees it). */
+static attn_status check_layout(loader *L, span **sorted_out) {
   char q[256], q2[256];
-  for (int32_t i = 0; i < m->num_params; ++i)
+  *sorted_out = NULL;
+  for (int32_t i = 0; i < L->n; ++i)
     if (L->spans[i].begin < 0)
       return attn_fail(ATTN_ERR_MISMATCH,
-                       "%s: tensor '%s' is missing (a parameter of model "
-                       "'%s')",
-                       L->path, m->params[i].name, m->name);
-  span *sorted = malloc(sizeof(span) * (size_t)(m->num_params + 1));
+                       "%s: tensor '%s' is missing (%s of model '%s')",
+                       L->path, attn_quote(q, sizeof q, L->expect[i].name),
+                       L->what, L->model);
+  span *sorted = malloc(sizeof(span) * (size_t)(L->n + 1));
   if (!sorted)
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", L->path);
-  memcpy(sorted, L->spans, sizeof(span) * (size_t)m->num_params);
-  qsort(sorted, (size_t)m->num_params, sizeof(span), by_begin);
+  memcpy(sorted, L->spans, sizeof(span) * (size_t)L->n);
+  qsort(sorted, (size_t)L->n, sizeof(span), by_begin);
   attn_status st = ATTN_OK;
   int64_t covered = 0;
   const span *prev = NULL;
-  for (int32_t i = 0; i < m->num_params && !st; ++i) {
+  for (int32_t i = 0; i < L->n && !st; ++i) {
     const span *s = &sorted[i];
     if (s->begin == s->end)
       continue; /* an empty tensor occupies no bytes */
@@ -182,9 +199,9 @@ static attn_status check_layout(loader *L) {
       st = attn_fail(ATTN_ERR_FORMAT,
                      "%s: tensor '%s' at [%lld, %lld] overlaps tensor '%s' "
                      "at [%lld, %lld]",
-                     L->path, attn_quote(q, sizeof q, m->params[s->param].name),
+                     L->path, attn_quote(q, sizeof q, L->expect[s->index].name),
                      (long long)s->begin, (long long)s->end,
-                     attn_quote(q2, sizeof q2, m->params[prev->param].name),
+                     attn_quote(q2, sizeof q2, L->expect[prev->index].name),
                      (long long)prev->begin, (long long)prev->end);
     else if (s->begin != covered)
       st = attn_fail(ATTN_ERR_FORMAT,
@@ -194,16 +211,64 @@ static attn_status check_layout(loader *L) {
     covered = s->end;
     prev = s;
   }
-  free(sorted);
   if (!st && covered != L->data_size)
     st = attn_fail(ATTN_ERR_FORMAT,
                    "%s: bytes [%lld, %lld) of the data section belong to no "
                    "tensor",
                    L->path, (long long)covered, (long long)L->data_size);
+  if (st)
+    free(sorted);
+  else
+    *sorted_out = sorted;
   return st;
 }
 
-static attn_status load(attn_ctx *ctx, const char *path) {
+void attn_checksum_init(attn_checksum *c) {
+  c->h = 0xcbf29ce484222325ull;
+  c->carry = 0;
+  c->num_carry = 0;
+}
+
+/* FNV-1a over little-endian 32-bit words (4x fewer steps than bytewise),
+ * a final partial word taken bytewise. */
+static uint64_t mix_word(uint64_t h, uint32_t w) {
+  return (h ^ w) * 0x100000001b3ull;
+}
+
+void attn_checksum_update(attn_checksum *c, const void *data, size_t n) {
+  const unsigned char *p = data;
+  while (n && c->num_carry) {
+    c->carry |= (uint32_t)*p++ << (8 * c->num_carry);
+    --n;
+    if (++c->num_carry == 4) {
+      c->h = mix_word(c->h, c->carry);
+      c->carry = 0;
+      c->num_carry = 0;
+    }
+  }
+  for (; n >= 4; n -= 4, p += 4) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    c->h = mix_word(c->h, w);
+  }
+  for (; n; --n) {
+    c->carry |= (uint32_t)*p++ << (8 * c->num_carry);
+    ++c->num_carry;
+  }
+}
+
+uint64_t attn_checksum_final(const attn_checksum *c) {
+  uint64_t h = c->h;
+  for (int i = 0; i < c->num_carry; ++i)
+    h = (h ^ ((c->carry >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+attn_status attn_st_load(const char *path, const char *model_name,
+                         const char *what, int32_t num_expected,
+                         const attn_st_expect *expect, attn_json **meta_out) {
+  if (meta_out)
+    *meta_out = NULL;
   FILE *f;
   int64_t size;
   attn_status st = attn_file_open(path, &f, &size);
@@ -248,47 +313,107 @@ static attn_status load(attn_ctx *ctx, const char *path) {
     fclose(f);
     return attn_fail(ATTN_ERR_FORMAT, "%s: bad JSON header: %s", path, err);
   }
-  const attn_model_info *m = ctx->model;
-  loader L = {ctx, path, size - 8 - (int64_t)n, NULL};
-  L.spans = malloc(sizeof(span) * (size_t)(m->num_params + 1));
+  loader L = {path, model_name, what, num_expected, expect,
+              size - 8 - (int64_t)n, NULL};
+  L.spans = malloc(sizeof(span) * (size_t)(num_expected + 1));
   if (!L.spans) {
     attn_json_free(root);
     fclose(f);
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   }
-  for (int32_t i = 0; i < m->num_params; ++i)
+  for (int32_t i = 0; i < num_expected; ++i)
     L.spans[i].begin = L.spans[i].end = -1;
   if (root->kind != ATTN_JSON_OBJECT)
     st = attn_fail(ATTN_ERR_FORMAT, "%s: the JSON header is not an object",
                    path);
-  int seen_meta = 0;
+  const attn_json *meta = NULL;
   for (const attn_json *t = root->child; t && !st; t = t->next) {
     if (strcmp(t->key, "__metadata__") == 0) {
-      st = seen_meta ? attn_fail(ATTN_ERR_FORMAT,
-                                 "%s: __metadata__ appears twice", path)
-                     : check_metadata(&L, t);
-      seen_meta = 1;
+      st = meta ? attn_fail(ATTN_ERR_FORMAT,
+                            "%s: __metadata__ appears twice", path)
+                : check_metadata(&L, t);
+      meta = t;
     } else {
       st = check_tensor(&L, t);
     }
   }
-  attn_json_free(root);
+  span *sorted = NULL;
   if (!st)
-    st = check_layout(&L);
-  /* Validated: from here on only an I/O error (or a file changed under us)
-   * can fail, and then the parameters are unspecified. */
-  int64_t base = 8 + (int64_t)n;
-  for (int32_t i = 0; i < m->num_params && !st; ++i) {
-    const attn_param_info *p = &m->params[i];
-    if (fseeko(f, (off_t)(base + L.spans[i].begin), SEEK_SET) != 0)
-      st = attn_fail(ATTN_ERR_IO, "%s: cannot seek to tensor '%s'", path,
-                     p->name);
-    else
-      st = attn_file_read(f, path, ctx->params + p->offset,
-                          (size_t)(L.spans[i].end - L.spans[i].begin));
+    st = check_layout(&L, &sorted);
+  /* A checksum, when the writer left one, covers the data section in file
+   * order; reading the tensors in that order computes it on the way. */
+  const attn_json *sum = meta ? attn_json_get(meta, "attn.checksum") : NULL;
+  uint64_t want_sum = 0;
+  if (!st && sum) {
+    char *end;
+    want_sum = strtoull(sum->string, &end, 16);
+    if (strlen(sum->string) != 16 || *end)
+      st = attn_fail(ATTN_ERR_FORMAT,
+                     "%s: __metadata__ attn.checksum is not 16 hex digits",
+                     path);
   }
+  /* Validated: from here on only an I/O error (or a file changed under us)
+   * can fail, and then the destinations are unspecified. */
+  attn_checksum cs;
+  attn_checksum_init(&cs);
+  int64_t base = 8 + (int64_t)n;
+  if (!st && fseeko(f, (off_t)base, SEEK_SET) != 0)
+    st = attn_fail(ATTN_ERR_IO, "%s: cannot seek to the data section", path);
+  for (int32_t i = 0; i < num_expected && !st; ++i) {
+    const span *sp = &sorted[i];
+    size_t bytes = (size_t)(sp->end - sp->begin);
+    void *dest = expect[sp->index].dest;
+    void *scratch = NULL;
+    if (!dest && bytes) {
+      dest = scratch = malloc(bytes);
+      if (!dest) {
+        st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        break;
+      }
+    }
+    st = attn_file_read(f, path, dest, bytes);
+    if (!st && dest)
+      attn_checksum_update(&cs, dest, bytes);
+    free(scratch);
+  }
+  if (!st && sum && attn_checksum_final(&cs) != want_sum)
+    st = attn_fail(ATTN_ERR_FORMAT,
+                   "%s: the data does not match its checksum (the file is "
+                   "corrupt)",
+                   path);
+  free(sorted);
   free(L.spans);
   fclose(f);
+  /* Hand the metadata over by detaching it from the root. */
+  if (!st && meta_out && meta) {
+    attn_json *prev = NULL;
+    for (attn_json *c = root->child; c; prev = c, c = c->next)
+      if (c == meta) {
+        if (prev)
+          prev->next = c->next;
+        else
+          root->child = c->next;
+        c->next = NULL;
+        *meta_out = c;
+        break;
+      }
+  }
+  attn_json_free(root);
+  return st;
+}
+
+static attn_status load(attn_ctx *ctx, const char *path) {
+  const attn_model_info *m = ctx->model;
+  attn_st_expect *ex = malloc(sizeof *ex * (size_t)(m->num_params + 1));
+  if (!ex)
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  for (int32_t i = 0; i < m->num_params; ++i)
+    ex[i] = (attn_st_expect){m->params[i].name, ATTN_F32, m->params[i].rank,
+                             m->params[i].shape,
+                             ctx->params + m->params[i].offset};
+  attn_status st =
+      attn_st_load(path, m->name, "a parameter", m->num_params, ex, NULL);
+  free(ex);
   return st;
 }
 
@@ -306,6 +431,15 @@ attn_status attn_write_safetensors(const char *path, int32_t n,
                                    int32_t num_meta,
                                    const char *const *meta_keys,
                                    const char *const *meta_values) {
+  return attn_st_write(path, n, names, tensors, num_meta, meta_keys,
+                       meta_values, 0);
+}
+
+attn_status attn_st_write(const char *path, int32_t n,
+                          const char *const *names,
+                          const attn_tensor *const *tensors, int32_t num_meta,
+                          const char *const *meta_keys,
+                          const char *const *meta_values, int checksum) {
   if (!path || n < 0 || num_meta < 0 || (n && (!names || !tensors)) ||
       (num_meta && (!meta_keys || !meta_values)))
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "bad arguments");
@@ -339,6 +473,26 @@ attn_status attn_write_safetensors(const char *path, int32_t n,
       ok = ok && attn_buf_json_string(&h, meta_values[i]);
     }
     ok = ok && attn_buf_append(&h, "}", 1);
+  }
+  if (checksum) {
+    /* The data section is the tensors back to back, in this order. */
+    attn_checksum cs;
+    attn_checksum_init(&cs);
+    for (int32_t i = 0; i < n; ++i)
+      if (attn_tensor_nbytes(tensors[i]) > 0)
+        attn_checksum_update(&cs, tensors[i]->data,
+                             (size_t)attn_tensor_nbytes(tensors[i]));
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx",
+             (unsigned long long)attn_checksum_final(&cs));
+    if (num_meta > 0) {
+      h.len -= 1; /* reopen the metadata object */
+      ok = ok && attn_buf_printf(&h, ",\"attn.checksum\":\"%s\"}", hex);
+    } else {
+      ok = ok && attn_buf_printf(&h, "\"__metadata__\":{\"attn.checksum\":"
+                                     "\"%s\"}", hex);
+    }
+    num_meta += 1;
   }
   int64_t offset = 0;
   for (int32_t i = 0; i < n; ++i) {

@@ -202,5 +202,6 @@ static const attn_entry_info entries[] = {
 const attn_model_info fake_lm_model_info = {
     ATTN_ABI_VERSION, "fake_lm", "x86-64-v3", FAKE_VOCAB * FAKE_DIM,
     1,                params,    3,           entries,
-    0, /* no key/value cache */
+    0,    /* no key/value cache */
+    NULL, /* no train { } section */
 };

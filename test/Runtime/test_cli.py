@@ -169,11 +169,23 @@ def test_usage():
         one_error_line(err, needle, what=str(args))
 
 
-def test_unavailable():
-    for cmd in ["grad", "train", "eval"]:
-        st, out, err = run(cmd, "-w", "w.safetensors")
-        check(st == 1, f"{cmd}: exit 1")
-        one_error_line(err, f"'{cmd}' is not available in this build", "training", what=cmd)
+def test_untrainable(d):
+    """fake_lm has no train { } section and no training entry points."""
+    w = os.path.join(d, "untrainable.safetensors")
+    run("init", "-o", w)
+    data = os.path.join(d, "untrainable.txt")
+    write(data, b"hello world\n" * 20)
+    out = os.path.join(d, "untrainable-out.safetensors")
+    cases = [
+        (["train", "-w", w, "--data", data, "-o", out], ["model 'fake_lm' has no train { } section"]),
+        (["grad", "-w", w, "--in", "tokens=x.npy", "-o", out], ["model 'fake_lm' has no entry point 'loss_grad'"]),
+        (["eval", "-w", w, "--data", data], ["model 'fake_lm' has no entry point 'loss'"]),
+    ]
+    for args, needles in cases:
+        st, _, err = run(*args)
+        check(st == 1, f"{args[0]} on an untrainable model: exit 1")
+        one_error_line(err, *needles, what=f"{args[0]} on an untrainable model")
+    check(not os.path.exists(out), "nothing written for an untrainable model")
 
 
 def test_init(d):
@@ -368,8 +380,8 @@ def main():
     d = tempfile.mkdtemp(prefix="cli-test-", dir=os.getcwd())
     test_info()
     test_usage()
-    test_unavailable()
     w, E = test_init(d)
+    test_untrainable(d)
     test_forward(d, w, E)
     test_forward_errors(d, w)
     test_generate(d, w, E)

@@ -218,8 +218,10 @@ void attn_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
  * data is read: header length vs file size, strict JSON, dtype F32 only,
  * shapes equal to the model's, data_offsets inside the data section, the
  * right size and non-overlapping, no missing tensor, no extra tensor (other
- * than `__metadata__`). On a validation error the parameters are unchanged;
- * on a read error after validation they are unspecified. */
+ * than `__metadata__`). A file whose metadata has "attn.checksum" (as
+ * `train` writes) is also checked against it. On a validation error the
+ * parameters are unchanged; on a read error or a checksum mismatch after
+ * validation they are unspecified. */
 attn_status attn_load_safetensors(attn_ctx *ctx, const char *path);
 
 /* Writes every parameter, in the model's order, with `__metadata__`
@@ -339,6 +341,43 @@ attn_status attn_run(attn_ctx *ctx, const char *entry_name,
                      attn_tensor *outputs, int32_t num_outputs);
 
 /*===----------------------------------------------------------------------===*
+ * Training
+ *===----------------------------------------------------------------------===*/
+
+/* The context's buffer behind arguments of `kind` ATTN_ARG_GRADS,
+ * ATTN_ARG_FIRST_MOMENT or ATTN_ARG_SECOND_MOMENT (abi.h): num_param_elements
+ * floats laid out as the parameter buffer (same offsets), owned by the
+ * context, allocated and zeroed on first use (attn_run allocates those its
+ * entry point takes). Read and write it freely between calls: `train`
+ * zeroes the gradients before each step and saves and restores the moments
+ * in checkpoints. */
+attn_status attn_ctx_train_buffer(attn_ctx *ctx, attn_arg_kind kind,
+                                  float **out);
+
+/* Sets what the next calls pass as an ATTN_ARG_HYPER argument: the
+ * ATTN_HYPER_COUNT floats at `hyper` (copied), indexed by attn_hyper_index. */
+void attn_ctx_set_hyper(attn_ctx *ctx, const float *hyper);
+
+/* Sets what the next calls pass as an ATTN_ARG_SEED argument: the dropout
+ * seed of the call (attn_dropout_seed(user seed, step) in `train`). */
+void attn_ctx_set_seed(attn_ctx *ctx, uint64_t seed);
+
+/* The learning rate of step `step` (t, counted from 1) under the schedule
+ * of `t` (abi.h, attn_schedule_kind), computed in double:
+ *   constant:     lr
+ *   cosine:       lr * t / warmup for t <= warmup, then
+ *                 lr * (1 + cos(pi * (t - warmup) / (total_steps - warmup))) / 2,
+ *                 and 0 from t = total_steps on
+ *   warmup_rsqrt: lr * d_model^-0.5 * min(t^-0.5, t * warmup^-1.5)
+ *                 (t^-0.5 alone when warmup is 0; d_model <= 0 counts as 1).
+ * An unknown schedule gives NaN. */
+double attn_schedule_lr(const attn_train_info *t, int64_t step);
+
+/* Fills hyper[0 .. ATTN_HYPER_COUNT) for step `step` (from 1): the scheduled
+ * learning rate, beta1, beta2, eps, weight_decay, clip_norm and the step. */
+void attn_train_hyper(const attn_train_info *t, int64_t step, float *hyper);
+
+/*===----------------------------------------------------------------------===*
  * Text generation
  *===----------------------------------------------------------------------===*/
 
@@ -372,8 +411,9 @@ attn_status attn_generate(attn_ctx *ctx, const int32_t *prompt,
  *===----------------------------------------------------------------------===*/
 
 /* The whole `main` of an executable built by `attnc build`: subcommands
- * info, init, forward, generate (and grad, train, eval, which say they are
- * not available yet); see docs/Runtime.md. Returns the exit status: 0 on
+ * info, init, forward, generate, grad, train and eval (the last three need
+ * the model's training entry points); see docs/Runtime.md and
+ * docs/Training.md. Returns the exit status: 0 on
  * success, 1 on bad input (a missing, corrupt or mismatched file), 2 on bad
  * command-line use. */
 int attn_main(int argc, char **argv, const attn_model_info *model);

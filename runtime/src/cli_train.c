@@ -1,0 +1,1084 @@
+/*===- cli_train.c - The grad, train and eval subcommands -------------------===*
+ *
+ * Training on the entry points attnc derives from `train { }` (abi.h):
+ * `<loss>_grad` writes d loss / d param into the context's gradient buffer,
+ * `train_step` computes loss and gradient and applies the optimizer to the
+ * parameters and Adam's moments in place. This file drives them: it reads
+ * the data (data.c), evaluates the learning-rate schedule per step, keeps a
+ * loss log, and writes checkpoints that a later run resumes exactly
+ * (docs/Training.md).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "data.h"
+
+#define usage_error attn_cli_usage_error
+#define input_error attn_cli_input_error
+#define input_errorf attn_cli_input_errorf
+
+#define DEFAULT_BATCH 16
+#define DEFAULT_STEPS 1000
+#define CHECKPOINT_VERSION 1
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *schedule_name(int32_t s) {
+  switch (s) {
+  case ATTN_SCHEDULE_CONSTANT: return "constant";
+  case ATTN_SCHEDULE_COSINE: return "cosine";
+  case ATTN_SCHEDULE_WARMUP_RSQRT: return "warmup_rsqrt";
+  }
+  return "?";
+}
+
+static int schedule_from_name(const char *s) {
+  for (int i = 0; i <= ATTN_SCHEDULE_WARMUP_RSQRT; ++i)
+    if (strcmp(s, schedule_name(i)) == 0)
+      return i;
+  return -1;
+}
+
+/* `path` with a trailing `.safetensors` replaced by `suffix` (or `suffix`
+ * appended). The caller frees it. */
+static char *derived_path(const char *path, const char *suffix) {
+  size_t len = strlen(path);
+  const char *ext = ".safetensors";
+  if (len > strlen(ext) && strcmp(path + len - strlen(ext), ext) == 0)
+    len -= strlen(ext);
+  char *p = malloc(len + strlen(suffix) + 1);
+  if (p) {
+    memcpy(p, path, len);
+    strcpy(p + len, suffix);
+  }
+  return p;
+}
+
+/* Whether a file can be created beside `path`: found out before training,
+ * rather than after it. Nothing is left behind. */
+static int check_writable(const char *path) {
+  attn_atomic_file af;
+  if (attn_atomic_open(&af, path))
+    return input_error();
+  attn_atomic_abort(&af);
+  return -1;
+}
+
+/* The entry point `name` or an error naming what is missing. */
+static const attn_entry_info *need_entry(const attn_model_info *m,
+                                         const char *name) {
+  const attn_entry_info *e = attn_find_entry(m, name);
+  if (!e)
+    input_errorf("model '%s' has no entry point '%s' (attnc generates the "
+                 "training entry points of a model with a train { } section)",
+                 m->name, name);
+  return e;
+}
+
+static int has_arg(const attn_entry_info *e, int32_t kind) {
+  for (int32_t a = 0; a < e->num_args; ++a)
+    if (e->args[a].kind == kind)
+      return 1;
+  return 0;
+}
+
+static int scalar_results(const attn_entry_info *e, int32_t min) {
+  if (e->num_results < min)
+    return 0;
+  for (int32_t r = 0; r < e->num_results; ++r)
+    if (e->results[r].rank != 0 || e->results[r].dtype != ATTN_F32)
+      return 0;
+  return 1;
+}
+
+/* Loads -w, returning its `__metadata__` too (NULL if none). */
+static int load_weights_meta(cli *c, attn_ctx **ctx, attn_json **meta) {
+  *meta = NULL;
+  const attn_model_info *m = c->model;
+  attn_options opts = {c->threads, NULL};
+  if (attn_ctx_create(m, &opts, ctx))
+    return input_error();
+  if (!c->weights)
+    return -1;
+  attn_st_expect *ex = malloc(sizeof *ex * (size_t)(m->num_params + 1));
+  if (!ex)
+    return input_errorf("out of memory");
+  float *params = attn_ctx_params(*ctx);
+  for (int32_t i = 0; i < m->num_params; ++i)
+    ex[i] = (attn_st_expect){m->params[i].name, ATTN_F32, m->params[i].rank,
+                             m->params[i].shape, params + m->params[i].offset};
+  attn_status st =
+      attn_st_load(c->weights, m->name, "a parameter", m->num_params, ex, meta);
+  free(ex);
+  if (st) {
+    attn_ctx_destroy(*ctx);
+    *ctx = NULL;
+    return input_error();
+  }
+  return -1;
+}
+
+/* Parses metadata entry `key` (a JSON text) of `meta`; NULL if absent. On
+ * malformed JSON *bad is set. */
+static attn_json *meta_json(const attn_json *meta, const char *key, int *bad) {
+  const attn_json *v = meta ? attn_json_get(meta, key) : NULL;
+  if (!v || v->kind != ATTN_JSON_STRING)
+    return NULL;
+  char err[128];
+  attn_json *j = attn_json_parse(v->string, strlen(v->string), err, sizeof err);
+  if (!j || j->kind != ATTN_JSON_OBJECT) {
+    attn_json_free(j);
+    *bad = 1;
+    return NULL;
+  }
+  return j;
+}
+
+/* Whether the dataset numbers words, tags or labels by a vocabulary (which
+ * eval must take from the weights). */
+static int needs_vocab(const attn_dataset *d) {
+  switch (d->layout) {
+  case ATTN_LAYOUT_LM: return 0;
+  case ATTN_LAYOUT_TAGGER: return 1;
+  case ATTN_LAYOUT_CLASSIFIER: return !d->byte_level[0] || !d->numeric_labels;
+  case ATTN_LAYOUT_SEQ2SEQ: return !d->byte_level[0];
+  }
+  return 0;
+}
+
+/* Reorders the loss fn's inputs (as the data builds them) into the INPUT
+ * order of `e`, matching by name; map[k] is the loss-fn index of e's k-th
+ * input. */
+static int map_inputs(const attn_entry_info *loss, const attn_entry_info *e,
+                      int32_t *map) {
+  int32_t k = 0;
+  for (int32_t a = 0; a < e->num_args; ++a) {
+    if (e->args[a].kind != ATTN_ARG_INPUT)
+      continue;
+    int32_t j = 0, found = -1;
+    for (int32_t b = 0; b < loss->num_args; ++b) {
+      if (loss->args[b].kind != ATTN_ARG_INPUT)
+        continue;
+      if (strcmp(loss->args[b].name, e->args[a].name) == 0)
+        found = j;
+      ++j;
+    }
+    if (found < 0)
+      return input_errorf("%s takes argument '%s', which loss fn '%s' does "
+                          "not have",
+                          e->name, e->args[a].name, loss->name);
+    map[k++] = found;
+  }
+  if (k != attn_entry_num_inputs(loss))
+    return input_errorf("%s takes %d inputs but loss fn '%s' takes %d",
+                        e->name, (int)k, loss->name,
+                        (int)attn_entry_num_inputs(loss));
+  return -1;
+}
+
+/*===- grad ---------------------------------------------------------------===*/
+
+static const char *default_loss_fn(const attn_model_info *m) {
+  return m->train && m->train->loss_fn ? m->train->loss_fn : "loss";
+}
+
+/* Views of each parameter's slice of a buffer laid out as the parameters. */
+static attn_tensor *param_views(const attn_model_info *m, float *buf) {
+  attn_tensor *v = calloc((size_t)m->num_params + 1, sizeof *v);
+  if (!v)
+    return NULL;
+  for (int32_t i = 0; i < m->num_params; ++i)
+    attn_tensor_view(&v[i], ATTN_F32, m->params[i].rank, m->params[i].shape,
+                     buf + m->params[i].offset);
+  return v;
+}
+
+int attn_cmd_grad(cli *c) {
+  const attn_model_info *m = c->model;
+  if (!c->weights && m->num_params > 0)
+    return usage_error(c, "missing -w WEIGHTS.safetensors");
+  if (!c->out)
+    return usage_error(c, "missing -o GRADS.safetensors");
+  const char *fn = c->fn ? c->fn : default_loss_fn(m);
+  char name[256];
+  snprintf(name, sizeof name, "%s_grad", fn);
+  const attn_entry_info *e = need_entry(m, name);
+  if (!e)
+    return EXIT_INPUT;
+  if (!has_arg(e, ATTN_ARG_GRADS) || !scalar_results(e, 1))
+    return input_errorf("model '%s': entry point '%s' does not take a "
+                        "gradient buffer and return the loss as an f32 "
+                        "scalar (a bug in the compiled model)",
+                        m->name, name);
+  int32_t n = attn_entry_num_inputs(e);
+  attn_tensor inputs[MAX_INS + 1];
+  int st = attn_cli_read_inputs(c, e, inputs);
+  if (st >= 0)
+    return st;
+  attn_ctx *ctx = NULL;
+  if ((st = attn_cli_load_weights(c, &ctx)) >= 0) {
+    for (int32_t k = 0; k < n; ++k)
+      attn_tensor_release(&inputs[k]);
+    return st;
+  }
+  const attn_tensor *ptrs[MAX_INS + 1];
+  for (int32_t k = 0; k < n; ++k)
+    ptrs[k] = &inputs[k];
+  float *grads = NULL;
+  attn_tensor *results = calloc((size_t)e->num_results, sizeof *results);
+  attn_tensor *views = NULL;
+  const char **names = NULL;
+  const attn_tensor **vptrs = NULL;
+  if (!results || attn_ctx_train_buffer(ctx, ATTN_ARG_GRADS, &grads)) {
+    st = input_errorf("out of memory");
+  } else {
+    memset(grads, 0, sizeof(float) * (size_t)m->num_param_elements);
+    attn_ctx_set_seed(ctx, attn_dropout_seed(c->seed, 0));
+    if (attn_run(ctx, name, ptrs, n, results, e->num_results))
+      st = input_error();
+  }
+  if (st < 0) {
+    float loss = *(const float *)results[0].data;
+    views = param_views(m, grads);
+    names = malloc(sizeof *names * (size_t)(m->num_params + 1));
+    vptrs = malloc(sizeof *vptrs * (size_t)(m->num_params + 1));
+    char loss_text[64];
+    snprintf(loss_text, sizeof loss_text, "%.9g", loss);
+    const char *keys[] = {"format", "model", "attn.loss_fn", "attn.loss"};
+    const char *values[] = {"pt", m->name, fn, loss_text};
+    if (!views || !names || !vptrs) {
+      st = input_errorf("out of memory");
+    } else {
+      for (int32_t i = 0; i < m->num_params; ++i) {
+        names[i] = m->params[i].name;
+        vptrs[i] = &views[i];
+      }
+      if (attn_write_safetensors(c->out, m->num_params, names, vptrs, 4, keys,
+                                 values))
+        st = input_error();
+      else
+        printf("loss: %.9g\n", loss);
+    }
+  }
+  if (results)
+    for (int32_t r = 0; r < e->num_results; ++r)
+      attn_tensor_release(&results[r]);
+  for (int32_t k = 0; k < n; ++k)
+    attn_tensor_release(&inputs[k]);
+  free(results);
+  free(views);
+  free(names);
+  free(vptrs);
+  attn_ctx_destroy(ctx);
+  return st < 0 ? EXIT_OK : st;
+}
+
+/*===- Settings and checkpoints -------------------------------------------===*/
+
+/* Everything that decides what a training run computes. */
+typedef struct settings {
+  attn_train_info ti;
+  char loss_fn[128];
+  int64_t steps, batch, seq, save_every;
+  uint64_t seed, shuffle_seed;
+  int format;
+  int64_t data_bytes;
+  uint64_t data_hash;
+} settings;
+
+/* The "attn.train" metadata: settings plus where the run is. */
+static int settings_json(attn_buf *b, const settings *s, int64_t step,
+                         int64_t per_epoch, const char *data_path) {
+  int ok = attn_buf_printf(
+      b,
+      "{\"version\":%d,\"step\":%lld,\"steps\":%lld,\"epoch\":%lld,"
+      "\"batch_in_epoch\":%lld,\"batch\":%lld,\"seq\":%lld,\"seed\":\"%llu\","
+      "\"shuffle_seed\":\"%llu\",\"save_every\":%lld,\"format\":\"%s\","
+      "\"data_bytes\":%lld,\"data_checksum\":\"%016llx\",\"data_path\":",
+      CHECKPOINT_VERSION, (long long)step, (long long)s->steps,
+      (long long)(step / per_epoch), (long long)(step % per_epoch),
+      (long long)s->batch, (long long)s->seq, (unsigned long long)s->seed,
+      (unsigned long long)s->shuffle_seed, (long long)s->save_every,
+      attn_data_format_name((attn_data_format)s->format),
+      (long long)s->data_bytes, (unsigned long long)s->data_hash);
+  ok = ok && attn_buf_json_string(b, data_path);
+  ok = ok && attn_buf_append(b, ",\"loss_fn\":", 11) &&
+       attn_buf_json_string(b, s->loss_fn);
+  ok = ok &&
+       attn_buf_printf(
+           b,
+           ",\"optimizer\":\"%s\",\"lr\":%.17g,\"beta1\":%.17g,"
+           "\"beta2\":%.17g,\"eps\":%.17g,\"weight_decay\":%.17g,"
+           "\"clip_norm\":%.17g,\"schedule\":\"%s\",\"warmup\":%lld,"
+           "\"schedule_steps\":%lld,\"d_model\":%.17g}",
+           s->ti.optimizer == ATTN_OPTIMIZER_ADAMW ? "adamw" : "adam",
+           s->ti.lr, s->ti.beta1, s->ti.beta2, s->ti.eps, s->ti.weight_decay,
+           s->ti.clip_norm, schedule_name(s->ti.schedule),
+           (long long)s->ti.warmup, (long long)s->ti.total_steps,
+           s->ti.d_model);
+  return ok;
+}
+
+typedef struct reader {
+  const attn_json *obj;
+  const char *path;
+  int failed;
+} reader;
+
+static const attn_json *field(reader *r, const char *key,
+                              attn_json_kind kind) {
+  const attn_json *v = attn_json_get(r->obj, key);
+  if (!r->failed && (!v || v->kind != kind)) {
+    attn_fail(ATTN_ERR_FORMAT,
+              "%s: the checkpoint's attn.train metadata lacks '%s' or it has "
+              "the wrong type (not a checkpoint written by train?)",
+              r->path, key);
+    r->failed = 1;
+  }
+  return r->failed ? NULL : v;
+}
+
+static double get_num(reader *r, const char *key) {
+  const attn_json *v = field(r, key, ATTN_JSON_NUMBER);
+  return v ? v->number : 0;
+}
+
+static int64_t get_int(reader *r, const char *key) {
+  const attn_json *v = field(r, key, ATTN_JSON_NUMBER);
+  if (v && !v->is_int && !r->failed) {
+    attn_fail(ATTN_ERR_FORMAT,
+              "%s: the checkpoint's attn.train metadata has a non-integer "
+              "'%s'",
+              r->path, key);
+    r->failed = 1;
+  }
+  return v ? v->integer : 0;
+}
+
+static uint64_t get_u64(reader *r, const char *key, int hex) {
+  const attn_json *v = field(r, key, ATTN_JSON_STRING);
+  if (!v)
+    return 0;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v->string, &end, hex ? 16 : 10);
+  if (errno || *end || !v->string[0]) {
+    attn_fail(ATTN_ERR_FORMAT,
+              "%s: the checkpoint's attn.train metadata has a malformed '%s'",
+              r->path, key);
+    r->failed = 1;
+  }
+  return x;
+}
+
+static const char *get_str(reader *r, const char *key) {
+  const attn_json *v = field(r, key, ATTN_JSON_STRING);
+  return v ? v->string : "";
+}
+
+/* Reads the settings back from a checkpoint's "attn.train"; *step is where
+ * it stopped. */
+static attn_status settings_from_json(settings *s, const attn_json *j,
+                                      const char *path, int64_t *step) {
+  reader r = {j, path, 0};
+  if (get_int(&r, "version") != CHECKPOINT_VERSION && !r.failed)
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "%s: checkpoint version %lld; this runtime reads version "
+                     "%d",
+                     path, (long long)get_int(&r, "version"),
+                     CHECKPOINT_VERSION);
+  *step = get_int(&r, "step");
+  s->steps = get_int(&r, "steps");
+  s->batch = get_int(&r, "batch");
+  s->seq = get_int(&r, "seq");
+  s->seed = get_u64(&r, "seed", 0);
+  s->shuffle_seed = get_u64(&r, "shuffle_seed", 0);
+  s->save_every = get_int(&r, "save_every");
+  s->format = attn_data_format_parse(get_str(&r, "format"));
+  s->data_bytes = get_int(&r, "data_bytes");
+  s->data_hash = get_u64(&r, "data_checksum", 1);
+  snprintf(s->loss_fn, sizeof s->loss_fn, "%s", get_str(&r, "loss_fn"));
+  const char *opt = get_str(&r, "optimizer");
+  s->ti.lr = get_num(&r, "lr");
+  s->ti.beta1 = get_num(&r, "beta1");
+  s->ti.beta2 = get_num(&r, "beta2");
+  s->ti.eps = get_num(&r, "eps");
+  s->ti.weight_decay = get_num(&r, "weight_decay");
+  s->ti.clip_norm = get_num(&r, "clip_norm");
+  int sched = schedule_from_name(get_str(&r, "schedule"));
+  s->ti.warmup = get_int(&r, "warmup");
+  s->ti.total_steps = get_int(&r, "schedule_steps");
+  s->ti.d_model = get_num(&r, "d_model");
+  if (r.failed)
+    return ATTN_ERR_FORMAT;
+  if (s->format < 0 || sched < 0 || *step < 0 || s->batch < 1 ||
+      s->seq < 1 || s->steps < *step ||
+      (strcmp(opt, "adam") != 0 && strcmp(opt, "adamw") != 0))
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: the checkpoint's attn.train metadata has an "
+                     "out-of-range value",
+                     path);
+  int adamw = strcmp(opt, "adamw") == 0;
+  if (adamw != (s->ti.optimizer == ATTN_OPTIMIZER_ADAMW))
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "%s: the checkpoint was trained with %s, but this model "
+                     "was compiled for %s",
+                     path, opt, adamw ? "adam" : "adamw");
+  s->ti.schedule = sched;
+  return ATTN_OK;
+}
+
+/* The tensors of a checkpoint: the parameters, then optim.m.NAME and
+ * optim.v.NAME per parameter, then optim.step. */
+typedef struct ckpt_tensors {
+  int32_t n;
+  char **names;
+  attn_tensor *views;
+  int64_t step;
+} ckpt_tensors;
+
+static void ckpt_free(ckpt_tensors *t) {
+  if (t->names)
+    for (int32_t i = 0; i < t->n; ++i)
+      free(t->names[i]);
+  free(t->names);
+  free(t->views);
+  memset(t, 0, sizeof *t);
+}
+
+static int ckpt_layout(attn_ctx *ctx, ckpt_tensors *t) {
+  const attn_model_info *m = attn_ctx_model(ctx);
+  float *bufs[3] = {attn_ctx_params(ctx), NULL, NULL};
+  if (attn_ctx_train_buffer(ctx, ATTN_ARG_FIRST_MOMENT, &bufs[1]) ||
+      attn_ctx_train_buffer(ctx, ATTN_ARG_SECOND_MOMENT, &bufs[2]))
+    return 0;
+  memset(t, 0, sizeof *t);
+  t->n = 3 * m->num_params + 1;
+  t->names = calloc((size_t)t->n, sizeof *t->names);
+  t->views = calloc((size_t)t->n, sizeof *t->views);
+  if (!t->names || !t->views)
+    return 0;
+  static const char *const prefix[3] = {"", "optim.m.", "optim.v."};
+  for (int k = 0; k < 3; ++k)
+    for (int32_t i = 0; i < m->num_params; ++i) {
+      const attn_param_info *p = &m->params[i];
+      int32_t at = k * m->num_params + i;
+      size_t len = strlen(prefix[k]) + strlen(p->name) + 1;
+      t->names[at] = malloc(len);
+      if (!t->names[at])
+        return 0;
+      snprintf(t->names[at], len, "%s%s", prefix[k], p->name);
+      attn_tensor_view(&t->views[at], ATTN_F32, p->rank, p->shape,
+                       bufs[k] + p->offset);
+    }
+  t->names[t->n - 1] = strdup("optim.step");
+  if (!t->names[t->n - 1])
+    return 0;
+  attn_tensor_view(&t->views[t->n - 1], ATTN_I64, 0, NULL, &t->step);
+  return 1;
+}
+
+/* Writes weights (and, for a checkpoint, the optimizer state) with the
+ * metadata that resume and eval need, atomically and with a checksum. */
+static int save_state(attn_ctx *ctx, const char *path, int checkpoint,
+                      const settings *s, int64_t step, int64_t per_epoch,
+                      const attn_dataset *d) {
+  const attn_model_info *m = attn_ctx_model(ctx);
+  ckpt_tensors t;
+  attn_buf train = {0}, vocab = {0};
+  int st = -1;
+  if (!ckpt_layout(ctx, &t) || !settings_json(&train, s, step, per_epoch,
+                                              d->path) ||
+      !attn_data_vocab_json(d, &vocab) || !attn_buf_append(&train, "", 1) ||
+      !attn_buf_append(&vocab, "", 1)) {
+    st = input_errorf("%s: out of memory", path);
+  } else {
+    t.step = step;
+    const attn_tensor **ptrs = malloc(sizeof *ptrs * (size_t)t.n);
+    if (!ptrs) {
+      st = input_errorf("%s: out of memory", path);
+    } else {
+      for (int32_t i = 0; i < t.n; ++i)
+        ptrs[i] = &t.views[i];
+      const char *keys[] = {"format", "model", "attn.train", "attn.vocab"};
+      const char *values[] = {"pt", m->name, train.data, vocab.data};
+      int32_t n = checkpoint ? t.n : m->num_params;
+      if (attn_st_write(path, n, (const char *const *)t.names, ptrs, 4, keys,
+                        values, 1))
+        st = input_error();
+      free(ptrs);
+    }
+  }
+  ckpt_free(&t);
+  attn_buf_free(&train);
+  attn_buf_free(&vocab);
+  return st;
+}
+
+/* Loads a checkpoint into the context (weights and moments) and returns its
+ * metadata. */
+static int load_checkpoint(attn_ctx *ctx, const char *path, int64_t *step,
+                           attn_json **meta) {
+  const attn_model_info *m = attn_ctx_model(ctx);
+  ckpt_tensors t;
+  if (!ckpt_layout(ctx, &t)) {
+    ckpt_free(&t);
+    return input_errorf("%s: out of memory", path);
+  }
+  attn_st_expect *ex = malloc(sizeof *ex * (size_t)t.n);
+  if (!ex) {
+    ckpt_free(&t);
+    return input_errorf("%s: out of memory", path);
+  }
+  for (int32_t i = 0; i < t.n; ++i)
+    ex[i] = (attn_st_expect){t.names[i], t.views[i].dtype, t.views[i].rank,
+                             t.views[i].dims, t.views[i].data};
+  attn_status st = attn_st_load(path, m->name, "part of a checkpoint", t.n,
+                                ex, meta);
+  free(ex);
+  *step = t.step;
+  ckpt_free(&t);
+  if (st)
+    return input_error();
+  if (!*meta)
+    return input_errorf("%s: no __metadata__ (not a checkpoint written by "
+                        "train?)",
+                        path);
+  return -1;
+}
+
+/*===- The loss log -------------------------------------------------------===*/
+
+typedef struct log_row {
+  int64_t step;
+  double loss, lr, grad_norm, tokens_per_s;
+} log_row;
+
+typedef struct loss_log {
+  const char *path;
+  log_row *rows;
+  int64_t n, cap;
+  double last_write;
+} loss_log;
+
+static int log_push(loss_log *l, log_row r) {
+  if (l->n == l->cap) {
+    int64_t cap = l->cap ? 2 * l->cap : 1024;
+    log_row *rows = realloc(l->rows, sizeof *rows * (size_t)cap);
+    if (!rows)
+      return 0;
+    l->rows = rows;
+    l->cap = cap;
+  }
+  l->rows[l->n++] = r;
+  return 1;
+}
+
+/* Keeps the rows of an existing log up to `step` (a resumed run continues
+ * its curve); a missing or foreign file gives none. */
+static void log_read(loss_log *l, int64_t step) {
+  FILE *f = fopen(l->path, "r");
+  if (!f)
+    return;
+  char line[512];
+  if (!fgets(line, sizeof line, f) ||
+      strncmp(line, "step,loss,lr,grad_norm,tokens_per_s\n", 36) != 0) {
+    fclose(f);
+    return;
+  }
+  while (fgets(line, sizeof line, f)) {
+    log_row r;
+    long long s;
+    if (sscanf(line, "%lld,%lf,%lf,%lf,%lf", &s, &r.loss, &r.lr, &r.grad_norm,
+               &r.tokens_per_s) != 5)
+      break;
+    r.step = s;
+    if (r.step > step || (l->n && r.step <= l->rows[l->n - 1].step))
+      break;
+    if (!log_push(l, r))
+      break;
+  }
+  fclose(f);
+}
+
+/* Rewrites the whole log atomically: readers never see a torn file. */
+static int log_write(loss_log *l) {
+  attn_atomic_file af;
+  if (attn_atomic_open(&af, l->path))
+    return input_error();
+  attn_buf b = {0};
+  int ok = attn_buf_printf(&b, "step,loss,lr,grad_norm,tokens_per_s\n");
+  for (int64_t i = 0; i < l->n && ok; ++i)
+    ok = attn_buf_printf(&b, "%lld,%.9g,%.9g,%.9g,%.1f\n",
+                         (long long)l->rows[i].step, l->rows[i].loss,
+                         l->rows[i].lr, l->rows[i].grad_norm,
+                         l->rows[i].tokens_per_s);
+  if (!ok) {
+    attn_buf_free(&b);
+    attn_atomic_abort(&af);
+    return input_errorf("%s: out of memory", l->path);
+  }
+  attn_status st = attn_atomic_write(&af, b.data, b.len);
+  attn_buf_free(&b);
+  if (st) {
+    attn_atomic_abort(&af);
+    return input_error();
+  }
+  if (attn_atomic_commit(&af))
+    return input_error();
+  l->last_write = now_seconds();
+  return -1;
+}
+
+/*===- Progress -----------------------------------------------------------===*/
+
+static void format_duration(char *buf, size_t n, double s) {
+  long long t = s > 0 && s < 1e9 ? (long long)(s + 0.5) : 0;
+  snprintf(buf, n, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+}
+
+static void progress(int tty, int64_t step, int64_t steps, double loss,
+                     double lr, double tokens_per_s, double left) {
+  char eta[32];
+  format_duration(eta, sizeof eta, left);
+  fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.3g  %.0f tok/s  %s left%s",
+          tty ? "\r\033[K" : "", (long long)step, (long long)steps, loss, lr,
+          tokens_per_s, eta, tty ? "" : "\n");
+  fflush(stderr);
+}
+
+/*===- train --------------------------------------------------------------===*/
+
+/* A batch for an entry point: tensors in the entry's input order. */
+static int run_batch(attn_ctx *ctx, const attn_dataset *d,
+                     const attn_entry_info *loss, const attn_entry_info *e,
+                     const int32_t *map, const int64_t *idx, int64_t count,
+                     attn_tensor *results, int64_t *targets) {
+  attn_tensor batch[4];
+  const attn_tensor *ptrs[4];
+  if (attn_data_batch(d, loss, idx, count, batch, targets))
+    return input_error();
+  int32_t n = attn_entry_num_inputs(e);
+  for (int32_t k = 0; k < n; ++k)
+    ptrs[k] = &batch[map[k]];
+  int st = -1;
+  if (attn_run(ctx, e->name, ptrs, n, results, e->num_results))
+    st = input_errorf("%s: %s", d->path, attn_last_error());
+  for (int32_t k = 0; k < attn_entry_num_inputs(loss); ++k)
+    attn_tensor_release(&batch[k]);
+  return st;
+}
+
+static uint64_t shuffle_seed_of(uint64_t seed) {
+  return attn_splitmix64(seed ^ 0x6461746173687566ull /* "datashuf" */);
+}
+
+int attn_cmd_train(cli *c) {
+  const attn_model_info *m = c->model;
+  if (!c->data)
+    return usage_error(c, "missing --data DATA");
+  if (!c->out)
+    return usage_error(c, "missing -o WEIGHTS.safetensors");
+  if (c->resume && c->weights)
+    return usage_error(c, "give -w (to start) or --resume (to continue), "
+                          "not both");
+  if (!c->resume && !c->weights && m->num_params > 0)
+    return usage_error(c, "missing -w WEIGHTS.safetensors (or --resume "
+                          "CHECKPOINT)");
+  if (!m->train)
+    return input_errorf("model '%s' has no train { } section, so it cannot "
+                        "be trained",
+                        m->name);
+  const attn_entry_info *step_e = need_entry(m, "train_step");
+  if (!step_e)
+    return EXIT_INPUT;
+  if (!has_arg(step_e, ATTN_ARG_FIRST_MOMENT) ||
+      !has_arg(step_e, ATTN_ARG_SECOND_MOMENT) ||
+      !has_arg(step_e, ATTN_ARG_HYPER) || !scalar_results(step_e, 1))
+    return input_errorf("model '%s': train_step does not take the moments "
+                        "and hyperparameters and return the loss as an f32 "
+                        "scalar (a bug in the compiled model)",
+                        m->name);
+  const char *loss_name = m->train->loss_fn ? m->train->loss_fn : "loss";
+  const attn_entry_info *loss_e = attn_find_entry(m, loss_name);
+  if (!loss_e)
+    loss_e = step_e; /* inputs in train_step's order */
+
+  char *ckpt_path = c->checkpoint ? NULL : derived_path(c->out, ".ckpt.safetensors");
+  char *log_path = c->log ? NULL : derived_path(c->out, ".csv");
+  const char *ckpt = c->checkpoint ? c->checkpoint : ckpt_path;
+  loss_log log = {c->log ? c->log : log_path, NULL, 0, 0, 0};
+  attn_ctx *ctx = NULL;
+  attn_json *meta = NULL, *train_meta = NULL, *vocab_meta = NULL;
+  attn_dataset data;
+  memset(&data, 0, sizeof data);
+  int64_t *perm = NULL;
+  int st = -1;
+  if (!ckpt || !log.path) {
+    st = input_errorf("out of memory");
+    goto done;
+  }
+  if (strcmp(ckpt, c->out) == 0 || strcmp(log.path, c->out) == 0 ||
+      strcmp(ckpt, log.path) == 0) {
+    st = usage_error(c, "-o, --checkpoint and --log must be different files");
+    goto done;
+  }
+
+  settings s;
+  memset(&s, 0, sizeof s);
+  s.ti = *m->train;
+  snprintf(s.loss_fn, sizeof s.loss_fn, "%s", loss_name);
+  s.batch = DEFAULT_BATCH;
+  s.format = c->format;
+  int64_t step0 = 0;
+  const char *source = c->resume ? c->resume : c->weights;
+  if (c->resume) {
+    attn_options opts = {c->threads, NULL};
+    if (attn_ctx_create(m, &opts, &ctx)) {
+      st = input_error();
+      goto done;
+    }
+    int64_t saved_step;
+    if ((st = load_checkpoint(ctx, c->resume, &saved_step, &meta)) >= 0)
+      goto done;
+    int bad = 0;
+    train_meta = meta_json(meta, "attn.train", &bad);
+    if (!train_meta) {
+      st = input_errorf("%s: %s attn.train metadata (not a checkpoint written "
+                        "by train?)",
+                        c->resume, bad ? "malformed" : "no");
+      goto done;
+    }
+    if (settings_from_json(&s, train_meta, c->resume, &step0)) {
+      st = input_error();
+      goto done;
+    }
+    if (saved_step != step0) {
+      st = input_errorf("%s: optim.step is %lld but the metadata says step "
+                        "%lld (the file is inconsistent)",
+                        c->resume, (long long)saved_step, (long long)step0);
+      goto done;
+    }
+    /* The data order is part of the run: it cannot change on resume. */
+    const char *what = NULL;
+    long long was = 0, now = 0;
+    if (c->batch && c->batch != s.batch)
+      what = "--batch", was = s.batch, now = c->batch;
+    else if (c->seq && c->seq != s.seq)
+      what = "--seq", was = s.seq, now = c->seq;
+    else if (c->has_seed && c->seed != s.seed)
+      what = "--seed", was = (long long)s.seed, now = (long long)c->seed;
+    if (what) {
+      st = input_errorf("%s: the checkpoint was trained with %s %lld; a "
+                        "resumed run keeps it (got %lld)",
+                        c->resume, what, was, now);
+      goto done;
+    }
+    if (c->format != ATTN_DATA_AUTO && c->format != s.format) {
+      st = input_errorf("%s: the checkpoint was trained on %s data, not %s",
+                        c->resume,
+                        attn_data_format_name((attn_data_format)s.format),
+                        attn_data_format_name((attn_data_format)c->format));
+      goto done;
+    }
+  } else {
+    if ((st = load_weights_meta(c, &ctx, &meta)) >= 0)
+      goto done;
+    s.seed = c->seed;
+    s.shuffle_seed = shuffle_seed_of(c->seed);
+    if (c->batch)
+      s.batch = c->batch;
+    s.seq = c->seq;
+    s.save_every = c->save_every;
+  }
+  int bad = 0;
+  vocab_meta = meta_json(meta, "attn.vocab", &bad);
+  if (bad) {
+    st = input_errorf("%s: malformed attn.vocab metadata", source);
+    goto done;
+  }
+  if (c->save_every)
+    s.save_every = c->save_every;
+
+  /* train { } values, overridden from the command line. */
+  double *hv[HYPER_OPT_COUNT] = {&s.ti.lr,        &s.ti.beta1,
+                                 &s.ti.beta2,     &s.ti.eps,
+                                 &s.ti.weight_decay, &s.ti.clip_norm,
+                                 NULL,            NULL,
+                                 &s.ti.d_model};
+  for (int k = 0; k < HYPER_OPT_COUNT; ++k)
+    if (c->has_hyper[k] && hv[k])
+      *hv[k] = c->hyper[k];
+  if (c->has_hyper[HYPER_OPT_WARMUP])
+    s.ti.warmup = (int64_t)c->hyper[HYPER_OPT_WARMUP];
+  if (c->has_hyper[HYPER_OPT_SCHEDULE_STEPS])
+    s.ti.total_steps = (int64_t)c->hyper[HYPER_OPT_SCHEDULE_STEPS];
+  if (c->schedule >= 0)
+    s.ti.schedule = c->schedule;
+  if (c->steps)
+    s.steps = c->steps;
+  else if (!c->resume)
+    s.steps = s.ti.schedule == ATTN_SCHEDULE_COSINE && s.ti.total_steps > 0
+                  ? s.ti.total_steps
+                  : DEFAULT_STEPS;
+  if (s.ti.schedule == ATTN_SCHEDULE_COSINE && s.ti.total_steps <= 0)
+    s.ti.total_steps = s.steps;
+  if (s.steps < step0) {
+    st = input_errorf("%s: the checkpoint is at step %lld, past --steps %lld",
+                      c->resume, (long long)step0, (long long)s.steps);
+    goto done;
+  }
+
+  /* The data, checked against the loss fn and (on resume) the checkpoint. */
+  attn_data_spec spec = {m,      loss_e,     (attn_data_format)s.format,
+                         s.seq,  vocab_meta, source,
+                         0};
+  if (attn_data_open(&data, c->data, &spec)) {
+    st = input_error();
+    goto done;
+  }
+  s.format = data.format;
+  s.seq = data.seq;
+  if (c->resume && (data.bytes != s.data_bytes || data.hash != s.data_hash)) {
+    st = input_errorf("%s: not the data checkpoint %s was trained on (%lld "
+                      "bytes, checksum %016llx; it was trained on %lld bytes, "
+                      "checksum %016llx)",
+                      c->data, c->resume, (long long)data.bytes,
+                      (unsigned long long)data.hash, (long long)s.data_bytes,
+                      (unsigned long long)s.data_hash);
+    goto done;
+  }
+  s.data_bytes = data.bytes;
+  s.data_hash = data.hash;
+  int64_t per_epoch = attn_data_train_examples(&data) / s.batch;
+  if (per_epoch < 1) {
+    st = input_errorf("%s: %lld training examples, fewer than --batch %lld",
+                      c->data, (long long)attn_data_train_examples(&data),
+                      (long long)s.batch);
+    goto done;
+  }
+  int32_t map[MAX_INS];
+  if ((st = map_inputs(loss_e, step_e, map)) >= 0)
+    goto done;
+  /* Fail now, not after the run, if an output cannot be written. */
+  if ((st = check_writable(c->out)) >= 0 || (st = check_writable(ckpt)) >= 0 ||
+      (st = check_writable(log.path)) >= 0)
+    goto done;
+  perm = malloc(sizeof *perm * (size_t)(attn_data_train_examples(&data) + 1));
+  float *grads = NULL;
+  if (!perm || (has_arg(step_e, ATTN_ARG_GRADS) &&
+                attn_ctx_train_buffer(ctx, ATTN_ARG_GRADS, &grads))) {
+    st = input_errorf("out of memory");
+    goto done;
+  }
+  if (c->resume)
+    log_read(&log, step0);
+  if (data.unknown_targets)
+    fprintf(stderr,
+            "note: %lld positions of %s have tags the vocabulary of %s does "
+            "not know; they are not scored\n",
+            (long long)data.unknown_targets, c->data, source);
+  fprintf(stderr,
+          "training '%s' on %s (%s, %lld examples, %lld per step, %lld per "
+          "epoch): steps %lld to %lld\n",
+          m->name, c->data, attn_data_format_name(data.format),
+          (long long)attn_data_train_examples(&data), (long long)s.batch,
+          (long long)(per_epoch * s.batch), (long long)(step0 + 1),
+          (long long)s.steps);
+
+  int tty = isatty(STDERR_FILENO);
+  int64_t every = (s.steps - step0) / 10 > 1 ? (s.steps - step0) / 10 : 1;
+  double start = now_seconds(), last_print = 0;
+  int64_t tokens_total = 0, epoch = -1;
+  attn_tensor results[2];
+  double loss = NAN;
+  for (int64_t step = step0 + 1; step <= s.steps; ++step) {
+    int64_t done_steps = step - 1;
+    if (done_steps / per_epoch != epoch) {
+      epoch = done_steps / per_epoch;
+      attn_data_epoch_order(&data, s.shuffle_seed, epoch, perm);
+    }
+    const int64_t *idx = perm + (done_steps % per_epoch) * s.batch;
+    float hyper[ATTN_HYPER_COUNT];
+    attn_train_hyper(&s.ti, step, hyper);
+    attn_ctx_set_hyper(ctx, hyper);
+    attn_ctx_set_seed(ctx, attn_dropout_seed(s.seed, (uint64_t)step));
+    if (grads)
+      memset(grads, 0, sizeof(float) * (size_t)m->num_param_elements);
+    double t0 = now_seconds();
+    int64_t targets = 0;
+    if ((st = run_batch(ctx, &data, loss_e, step_e, map, idx, s.batch,
+                        results, &targets)) >= 0)
+      goto done;
+    double dt = now_seconds() - t0;
+    loss = *(const float *)results[0].data;
+    double norm = step_e->num_results > 1 ? *(const float *)results[1].data
+                                          : NAN;
+    for (int32_t r = 0; r < step_e->num_results; ++r)
+      attn_tensor_release(&results[r]);
+    if (!isfinite(loss)) {
+      if (tty)
+        fputc('\n', stderr);
+      st = input_errorf("step %lld: the loss is %g; training diverged "
+                        "(nothing written since the last checkpoint)",
+                        (long long)step, loss);
+      goto done;
+    }
+    tokens_total += targets;
+    double lr = attn_schedule_lr(&s.ti, step);
+    if (!log_push(&log, (log_row){step, loss, lr, norm,
+                                  dt > 0 ? (double)targets / dt : 0})) {
+      st = input_errorf("out of memory");
+      goto done;
+    }
+    double now = now_seconds(), elapsed = now - start;
+    double rate = elapsed > 0 ? (double)tokens_total / elapsed : 0;
+    double left = elapsed / (double)(step - step0) * (double)(s.steps - step);
+    if ((tty && (now - last_print > 0.1 || step == s.steps)) ||
+        (!tty && ((step - step0) % every == 0 || step == s.steps))) {
+      progress(tty, step, s.steps, loss, lr, rate, left);
+      last_print = now;
+    }
+    if (s.save_every && step % s.save_every == 0 && step != s.steps) {
+      if ((st = save_state(ctx, ckpt, 1, &s, step, per_epoch, &data)) >= 0 ||
+          (st = log_write(&log)) >= 0)
+        goto done;
+    } else if (now - log.last_write > 10) {
+      if ((st = log_write(&log)) >= 0)
+        goto done;
+    }
+  }
+  if (tty)
+    fputc('\n', stderr);
+  if ((st = save_state(ctx, ckpt, 1, &s, s.steps, per_epoch, &data)) >= 0 ||
+      (st = save_state(ctx, c->out, 0, &s, s.steps, per_epoch, &data)) >= 0 ||
+      (st = log_write(&log)) >= 0)
+    goto done;
+  fprintf(stderr, "wrote %s (weights), %s (checkpoint), %s (loss log)\n",
+          c->out, ckpt, log.path);
+  st = -1;
+done:
+  attn_json_free(meta);
+  attn_json_free(train_meta);
+  attn_json_free(vocab_meta);
+  attn_data_free(&data);
+  free(perm);
+  free(log.rows);
+  free(ckpt_path);
+  free(log_path);
+  attn_ctx_destroy(ctx);
+  return st < 0 ? EXIT_OK : st;
+}
+
+/*===- eval ---------------------------------------------------------------===*/
+
+int attn_cmd_eval(cli *c) {
+  const attn_model_info *m = c->model;
+  if (!c->weights && m->num_params > 0)
+    return usage_error(c, "missing -w WEIGHTS.safetensors");
+  if (!c->data)
+    return usage_error(c, "missing --data DATA");
+  const char *fn = c->fn ? c->fn : default_loss_fn(m);
+  const attn_entry_info *e = need_entry(m, fn);
+  if (!e)
+    return EXIT_INPUT;
+  if (e->num_results != 1 || !scalar_results(e, 1))
+    return input_errorf("'%s' of model '%s' does not return a scalar f32 "
+                        "loss",
+                        fn, m->name);
+  attn_ctx *ctx = NULL;
+  attn_json *meta = NULL, *vocab = NULL;
+  attn_dataset data;
+  memset(&data, 0, sizeof data);
+  int64_t *idx = NULL;
+  int st = load_weights_meta(c, &ctx, &meta);
+  if (st >= 0)
+    goto done;
+  int bad = 0;
+  vocab = meta_json(meta, "attn.vocab", &bad);
+  if (bad) {
+    st = input_errorf("%s: malformed attn.vocab metadata", c->weights);
+    goto done;
+  }
+  attn_data_spec spec = {m, e, (attn_data_format)c->format, c->seq, vocab,
+                         c->weights, 1};
+  if (attn_data_open(&data, c->data, &spec)) {
+    st = input_error();
+    goto done;
+  }
+  if (!vocab && needs_vocab(&data)) {
+    st = input_errorf("%s: no vocabulary in its metadata, and %s data is "
+                      "numbered by the vocabulary train stores with the "
+                      "weights it writes",
+                      c->weights ? c->weights : "the weights",
+                      attn_data_format_name(data.format));
+    goto done;
+  }
+  int64_t B = c->batch ? c->batch : DEFAULT_BATCH;
+  int64_t n = attn_data_eval_examples(&data);
+  idx = malloc(sizeof *idx * (size_t)(B + 1));
+  if (!idx) {
+    st = input_errorf("out of memory");
+    goto done;
+  }
+  attn_ctx_set_seed(ctx, 0);
+  int32_t map[MAX_INS];
+  for (int32_t k = 0; k < attn_entry_num_inputs(e); ++k)
+    map[k] = k;
+  double total = 0;
+  int64_t count = 0;
+  for (int64_t k = 0; k < n;) {
+    /* A short last window of text is a batch of its own. */
+    int64_t len0 = data.layout == ATTN_LAYOUT_LM ? attn_data_lm_length(&data, k)
+                                                 : 0;
+    int64_t b = 0;
+    while (b < B && k < n &&
+           (data.layout != ATTN_LAYOUT_LM ||
+            attn_data_lm_length(&data, k) == len0))
+      idx[b++] = k++;
+    attn_tensor result;
+    int64_t targets = 0;
+    if ((st = run_batch(ctx, &data, e, e, map, idx, b, &result, &targets)) >=
+        0)
+      goto done;
+    float loss = *(const float *)result.data;
+    attn_tensor_release(&result);
+    if (targets > 0) {
+      total += (double)loss * (double)targets;
+      count += targets;
+    }
+  }
+  if (count == 0) {
+    st = input_errorf("%s: no position to score", c->data);
+    goto done;
+  }
+  if (data.unknown_targets)
+    fprintf(stderr,
+            "note: %lld positions of %s have tags the vocabulary of %s does "
+            "not know; they are not scored\n",
+            (long long)data.unknown_targets, c->data, c->weights);
+  double mean = total / (double)count;
+  printf("loss: %.6f\nperplexity: %.6g\npositions: %lld\n", mean, exp(mean),
+         (long long)count);
+  st = -1;
+done:
+  attn_json_free(meta);
+  attn_json_free(vocab);
+  attn_data_free(&data);
+  free(idx);
+  attn_ctx_destroy(ctx);
+  return st < 0 ? EXIT_OK : st;
+}
