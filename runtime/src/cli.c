@@ -699,7 +699,9 @@ static const command COMMANDS[] = {
      "-w W.safetensors --prompt TEXT [--tokens N] [--temperature X]\n"
      "                  [--top-k K] [--top-p P] [--seed N] [--ids-out IDS.npy]",
      "Generates text byte by byte, writing the prompt and then each new\n"
-     "byte to standard output as it is produced.\n\noptions:\n"
+     "byte to standard output as it is produced. An encoder-decoder model\n"
+     "(encode and decode) takes the prompt as its source and writes only\n"
+     "the target it generates, from the --bos token.\n\noptions:\n"
      "  -w FILE                weights (safetensors)\n"
      "  --prompt TEXT          the start of the text (at least one byte)\n"
      "  --tokens N             new tokens to generate (default 100)\n"
@@ -713,9 +715,7 @@ static const command COMMANDS[] = {
      "                         (default 0: the whole sequence)\n"
      "  --eos N                stop after producing token N (not written)\n"
      "  --bos N                encoder-decoder models: the target's start\n"
-     "                         token (default 0)\n\n"
-     "An encoder-decoder model (encode and decode) takes the prompt as its\n"
-     "source and writes only the target it generates.\n",
+     "                         token (default 0)\n",
      GENERATE_OPTS, cmd_generate},
     {"grad", "loss and gradients (not available in this build)",
      "-w W.safetensors --in ARG=FILE.npy ... -o GRADS.safetensors",
