@@ -221,6 +221,10 @@ static int set_option(cli *c, const char *name, const char *v) {
     if (!parse_i64(v, 0, INT32_MAX, &c->tokens))
       return usage_error(c, "--tokens takes a non-negative integer, not '%s'",
                          v);
+  } else if (strcmp(name, "--bos") == 0 || strcmp(name, "--eos") == 0) {
+    if (!parse_i64(v, 0, INT32_MAX, name[2] == 'b' ? &c->bos : &c->eos))
+      return usage_error(c, "%s takes a token id (a non-negative integer), "
+                            "not '%s'", name, v);
   } else if (strcmp(name, "--context") == 0) {
     if (!parse_i64(v, 0, INT64_MAX, &c->context))
       return usage_error(c,
@@ -724,6 +728,11 @@ static int cmd_generate(cli *c) {
     opts.context = c->context;
     opts.on_token = on_token;
     opts.user = &g;
+    opts.start_token = (int32_t)c->bos;
+    opts.use_stop_token = c->eos >= 0;
+    opts.stop_token = (int32_t)c->eos;
+    /* An encoder-decoder's output is the target alone, not the source. */
+    g.printed_prompt = attn_model_is_encoder_decoder(c->model);
     if (attn_generate(ctx, prompt, (int64_t)len, c->tokens, &opts, ids, &n))
       st = input_error();
     else if (g.bad_token >= 0)
@@ -756,7 +765,8 @@ static const char *const INIT_OPTS[] = {"--seed", "-o", NULL};
 static const char *const FORWARD_OPTS[] = {"-w", "--in", "--fn", "-o", NULL};
 static const char *const GENERATE_OPTS[] = {
     "-w",     "--prompt",  "--tokens",  "--temperature", "--top-k",
-    "--top-p", "--seed",   "--ids-out", "--context",     NULL};
+    "--top-p", "--seed",   "--ids-out", "--context",     "--bos",
+    "--eos",   NULL};
 static const char *const GRAD_OPTS[] = {"-w", "--in", "--fn", "--seed", "-o",
                                         NULL};
 static const char *const TRAIN_OPTS[] = {
@@ -797,7 +807,9 @@ static const command COMMANDS[] = {
      "-w W.safetensors --prompt TEXT [--tokens N] [--temperature X]\n"
      "                  [--top-k K] [--top-p P] [--seed N] [--ids-out IDS.npy]",
      "Generates text byte by byte, writing the prompt and then each new\n"
-     "byte to standard output as it is produced.\n\noptions:\n"
+     "byte to standard output as it is produced. An encoder-decoder model\n"
+     "(encode and decode) takes the prompt as its source and writes only\n"
+     "the target it generates, from the --bos token.\n\noptions:\n"
      "  -w FILE                weights (safetensors)\n"
      "  --prompt TEXT          the start of the text (at least one byte)\n"
      "  --tokens N             new tokens to generate (default 100)\n"
@@ -808,7 +820,10 @@ static const command COMMANDS[] = {
      "  --seed N               random seed (default 0)\n"
      "  --ids-out FILE         also save the new token ids as i32 .npy\n"
      "  --context N            feed forward only the last N tokens\n"
-     "                         (default 0: the whole sequence)\n",
+     "                         (default 0: the whole sequence)\n"
+     "  --eos N                stop after producing token N (not written)\n"
+     "  --bos N                encoder-decoder models: the target's start\n"
+     "                         token (default 0)\n",
      GENERATE_OPTS, cmd_generate},
     {"grad", "the loss and its gradient for every parameter",
      "-w W.safetensors --in ARG=FILE.npy ... [--fn NAME] [--seed N]\n"
@@ -881,6 +896,7 @@ int attn_main(int argc, char **argv, const attn_model_info *model) {
   c.tokens = 100;
   c.format = ATTN_DATA_AUTO;
   c.schedule = -1;
+  c.eos = -1;
   c.temperature = 1.0;
   c.top_p = 1.0;
   if (!model || !model->name) {

@@ -40,6 +40,7 @@ typedef struct cli {
   uint64_t seed;
   int has_seed;
   int64_t tokens, context;
+  int64_t bos, eos; /* generate's start and stop tokens; eos -1: none */
   double temperature, top_p;
   int32_t top_k, threads;
   /* Training. */

@@ -1,10 +1,14 @@
 /*===- generate.c - Autoregressive generation from a compiled model --------===*
  *
  * Generation samples one token at a time from the logits of the last
- * position. Models with `prefill`/`decode_step` (LANGUAGE.md section 8) will
- * do it in O(n) layer applications once their calling convention exists;
- * until then every model goes through `forward` on the whole sequence per
- * token, which is correct but O(n^2).
+ * position. A decoder-only model with `prefill`/`decode_step` (LANGUAGE.md
+ * section 8) runs the prompt once and then one token per step against the
+ * key/value cache, O(n) layer applications for n tokens; otherwise
+ * `forward` runs on the whole sequence per token, which is correct but
+ * O(n^2). An encoder-decoder model (`encode` and `decode`) takes the prompt
+ * as its source: `encode` runs once, and the target, from a start token, is
+ * decoded with `decode_prefill`/`decode_step` when the model has them, else
+ * with `decode` on the whole target per token.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -13,33 +17,57 @@
 
 #include "internal.h"
 
-/* HOOK(prefill/decode_step): incremental decoding with the key/value cache in
- * the context. The ABI of these entry points (how the cache is passed, what
- * decode_step takes and returns) is not designed yet; when it is, implement
- * this to run `prefill` once on the prompt and `decode_step` per new token,
- * and return ATTN_OK. ATTN_ERR_UNSUPPORTED makes attn_generate fall back to
- * `forward` on the whole sequence. */
+/* Runs `entry` on `inputs`; it returns logits [1, V] (`rows` 0) or [1, rows,
+ * V], and the next token is sampled from the last row. */
+static attn_status sample_from(attn_ctx *ctx, const char *entry,
+                               const attn_tensor *const *inputs,
+                               int32_t num_inputs, int64_t rows,
+                               attn_sampler *sampler, int32_t *token) {
+  attn_tensor logits;
+  attn_status st = attn_run(ctx, entry, inputs, num_inputs, &logits, 1);
+  if (st)
+    return st;
+  int ok = rows == 0 ? logits.rank == 2 && logits.dims[0] == 1 &&
+                           logits.dims[1] > 0
+                     : logits.rank == 3 && logits.dims[0] == 1 &&
+                           logits.dims[1] == rows && logits.dims[2] > 0;
+  if (!ok) {
+    char s[128];
+    st = attn_fail(ATTN_ERR_MISMATCH, "%s returned logits of shape %s", entry,
+                   attn_format_shape(s, sizeof s, logits.rank, logits.dims));
+  } else {
+    int64_t vocab = logits.dims[logits.rank - 1];
+    const float *last = (const float *)logits.data +
+                        (rows > 0 ? (rows - 1) * vocab : 0);
+    st = attn_sample(sampler, last, vocab, token);
+  }
+  attn_tensor_release(&logits);
+  return st;
+}
+
 /* Runs one incremental entry point on `n` tokens of one sequence and samples
  * the next token from the logits [1, V] it returns. */
 static attn_status step(attn_ctx *ctx, const char *entry, const int32_t *ids,
                         int64_t n, attn_sampler *sampler, int32_t *token) {
   int64_t dims[2] = {1, n};
-  attn_tensor tokens, logits;
+  attn_tensor tokens;
   attn_tensor_view(&tokens, ATTN_I32, 2, dims, (void *)(uintptr_t)ids);
   const attn_tensor *in[1] = {&tokens};
-  attn_status st = attn_run(ctx, entry, in, 1, &logits, 1);
-  if (st)
-    return st;
-  if (logits.rank != 2 || logits.dims[0] != 1 || logits.dims[1] <= 0) {
-    char s[128];
-    st = attn_fail(ATTN_ERR_MISMATCH, "%s returned logits of shape %s", entry,
-                   attn_format_shape(s, sizeof s, logits.rank, logits.dims));
-  } else {
-    st = attn_sample(sampler, (const float *)logits.data, logits.dims[1],
-                     token);
-  }
-  attn_tensor_release(&logits);
-  return st;
+  return sample_from(ctx, entry, in, 1, 0, sampler, token);
+}
+
+/* Records the sampled `token` as new token `i` and tells whether generation
+ * stops there: at the stop token (kept in new_ids, not passed to on_token),
+ * when on_token asks to, or after the last token. */
+static int record(const attn_generate_options *opts, int32_t token, int64_t i,
+                  int64_t num_new, int32_t *new_ids, int64_t *num_generated) {
+  new_ids[i] = token;
+  *num_generated = i + 1;
+  if (opts->use_stop_token && token == opts->stop_token)
+    return 1;
+  if (opts->on_token && opts->on_token(opts->user, token))
+    return 1;
+  return i + 1 == num_new;
 }
 
 /* With the model's prefill and decode_step: the prompt once, then one token
@@ -92,10 +120,7 @@ static attn_status generate_incremental(attn_ctx *ctx, const int32_t *prompt,
   if ((st = step(ctx, "prefill", prompt, prompt_len, sampler, &token)))
     return st;
   for (int64_t i = 0; i < num_new; ++i) {
-    new_ids[i] = token;
-    *num_generated = i + 1;
-    if ((opts->on_token && opts->on_token(opts->user, token)) ||
-        i + 1 == num_new)
+    if (record(opts, token, i, num_new, new_ids, num_generated))
       break;
     if ((st = step(ctx, "decode_step", &new_ids[i], 1, sampler, &token)))
       return st;
@@ -183,12 +208,162 @@ static attn_status generate_full(attn_ctx *ctx, const int32_t *prompt,
     if (st)
       break;
     ids[len++] = token;
-    new_ids[step] = token;
-    *num_generated = step + 1;
-    if (opts->on_token && opts->on_token(opts->user, token))
+    if (record(opts, token, step, num_new, new_ids, num_generated))
       break;
   }
   free(ids);
+  return st;
+}
+
+/*===- Encoder-decoder models ---------------------------------------------===*/
+
+int attn_model_is_encoder_decoder(const attn_model_info *model) {
+  return attn_find_entry(model, "encode") && attn_find_entry(model, "decode");
+}
+
+/* The inputs of an encoder-decoder's decode (or decode_prefill): the target
+ * tokens first, then the memory (f32, rank 3: encode's result) and at most
+ * one source (i32, rank 2: the prompt) in any order. Points `in` at the
+ * tensors in the entry's order. */
+static attn_status bind_decoder_inputs(const attn_model_info *m,
+                                       const attn_entry_info *e,
+                                       const attn_tensor *tgt,
+                                       const attn_tensor *memory,
+                                       const attn_tensor *src,
+                                       const attn_tensor **in, int32_t *n) {
+  int memories = 0, sources = 0;
+  *n = 0;
+  for (int32_t a = 0; a < e->num_args; ++a) {
+    const attn_tensor_info *t = &e->args[a];
+    if (t->kind != ATTN_ARG_INPUT)
+      continue;
+    if (*n == 0 && t->dtype == ATTN_I32 && t->rank == 2)
+      in[(*n)++] = tgt;
+    else if (*n > 0 && t->dtype == ATTN_F32 && t->rank == 3 && !memories++)
+      in[(*n)++] = memory;
+    else if (*n > 0 && t->dtype == ATTN_I32 && t->rank == 2 && !sources++)
+      in[(*n)++] = src;
+    else
+      return attn_fail(ATTN_ERR_UNSUPPORTED,
+                       "generate needs '%s(tgt: i32[B, T], memory: f32[B, S, "
+                       "d], src: i32[B, S])' (src optional) in model '%s'; "
+                       "argument '%s' is none of these",
+                       e->name, m->name, t->name);
+  }
+  if (memories != 1)
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "generate needs '%s' of model '%s' to take encode's "
+                     "result (f32[B, S, d])",
+                     e->name, m->name);
+  return ATTN_OK;
+}
+
+/* The prompt is the source: encode it once, then decode the target from
+ * opts->start_token, one token per step. */
+static attn_status generate_encoder_decoder(attn_ctx *ctx,
+                                            const int32_t *prompt,
+                                            int64_t prompt_len,
+                                            int64_t num_new,
+                                            const attn_generate_options *opts,
+                                            attn_sampler *sampler,
+                                            int32_t *new_ids,
+                                            int64_t *num_generated) {
+  const attn_model_info *m = ctx->model;
+  const attn_entry_info *encode = attn_find_entry(m, "encode");
+  const attn_entry_info *decode = attn_find_entry(m, "decode");
+  const attn_entry_info *prefill = attn_find_entry(m, "decode_prefill");
+  int incremental = prefill && attn_find_entry(m, "decode_step") &&
+                    m->kv_cache_floats_per_position > 0;
+  const attn_entry_info *first = incremental ? prefill : decode;
+  const attn_tensor_info *src_info = NULL;
+  for (int32_t a = 0; a < encode->num_args; ++a)
+    if (encode->args[a].kind == ATTN_ARG_INPUT)
+      src_info = &encode->args[a];
+  if (attn_entry_num_inputs(encode) != 1 || src_info->dtype != ATTN_I32 ||
+      src_info->rank != 2 || encode->num_results != 1 ||
+      encode->results[0].dtype != ATTN_F32 || encode->results[0].rank != 3)
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "generate needs 'encode(src: i32[B, S]) -> f32[B, S, "
+                     "d]'; model '%s' has another encode",
+                     m->name);
+  if (first->num_results != 1 || first->results[0].dtype != ATTN_F32 ||
+      first->results[0].rank != (incremental ? 2 : 3))
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "generate needs '%s' of model '%s' to return f32 logits",
+                     first->name, m->name);
+  int64_t vocab = first->results[0].shape[first->results[0].rank - 1];
+  for (int64_t i = 0; src_info->id_limit > 0 && i < prompt_len; ++i)
+    if (prompt[i] < 0 || prompt[i] >= src_info->id_limit)
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "the prompt's token %d at position %lld is outside "
+                       "the source vocabulary of model '%s' (%lld tokens)",
+                       (int)prompt[i], (long long)i, m->name,
+                       (long long)src_info->id_limit);
+  if (vocab > 0 && (opts->start_token < 0 || opts->start_token >= vocab))
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "the decoder's start token %d is outside the target "
+                     "vocabulary of model '%s' (%lld tokens)",
+                     (int)opts->start_token, m->name, (long long)vocab);
+  /* The target positions decode reads: the start token and all but the
+   * last new token. */
+  const attn_tensor_info *tgt_info = NULL;
+  for (int32_t a = 0; a < first->num_args && !tgt_info; ++a)
+    if (first->args[a].kind == ATTN_ARG_INPUT)
+      tgt_info = &first->args[a];
+  if (tgt_info && tgt_info->max_shape && tgt_info->rank == 2 &&
+      tgt_info->max_shape[1] >= 0 && num_new > tgt_info->max_shape[1])
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "model '%s' decodes at most %lld target positions; %lld "
+                     "new tokens need %lld",
+                     m->name, (long long)tgt_info->max_shape[1],
+                     (long long)num_new, (long long)num_new);
+  if (num_new == 0)
+    return ATTN_OK;
+
+  int64_t src_dims[2] = {1, prompt_len};
+  attn_tensor src, memory, tgt = {0};
+  attn_tensor_view(&src, ATTN_I32, 2, src_dims, (void *)(uintptr_t)prompt);
+  const attn_tensor *encode_in[1] = {&src};
+  attn_status st = attn_run(ctx, "encode", encode_in, 1, &memory, 1);
+  if (st)
+    return st;
+  int32_t *ids = malloc(sizeof *ids * (size_t)(num_new + 1));
+  if (!ids) {
+    attn_tensor_release(&memory);
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  ids[0] = opts->start_token;
+  int32_t token;
+  const attn_tensor *in[3];
+  int32_t n = 0;
+  if (incremental) {
+    int64_t capacity = prompt_len > num_new ? prompt_len : num_new;
+    int64_t dims[2] = {1, 1};
+    attn_tensor_view(&tgt, ATTN_I32, 2, dims, ids);
+    if (!(st = bind_decoder_inputs(m, prefill, &tgt, &memory, &src, in, &n)) &&
+        !(st = attn_kv_cache_reset(ctx, 1, capacity)) &&
+        !(st = sample_from(ctx, "decode_prefill", in, n, 0, sampler, &token)))
+      for (int64_t i = 0; i < num_new; ++i) {
+        ids[i + 1] = token;
+        if (record(opts, token, i, num_new, new_ids, num_generated))
+          break;
+        if ((st = step(ctx, "decode_step", &ids[i + 1], 1, sampler, &token)))
+          break;
+      }
+  } else {
+    st = bind_decoder_inputs(m, decode, &tgt, &memory, &src, in, &n);
+    for (int64_t i = 0; !st && i < num_new; ++i) {
+      int64_t dims[2] = {1, i + 1};
+      attn_tensor_view(&tgt, ATTN_I32, 2, dims, ids);
+      if ((st = sample_from(ctx, "decode", in, n, i + 1, sampler, &token)))
+        break;
+      ids[i + 1] = token;
+      if (record(opts, token, i, num_new, new_ids, num_generated))
+        break;
+    }
+  }
+  free(ids);
+  attn_tensor_release(&memory);
   return st;
 }
 
@@ -208,6 +383,14 @@ attn_status attn_generate(attn_ctx *ctx, const int32_t *prompt,
   attn_status st = attn_sampler_create(&opts->sampler, &sampler);
   if (st)
     return attn_ctx_fail(ctx, st);
+  if (attn_model_is_encoder_decoder(ctx->model)) {
+    st = generate_encoder_decoder(ctx, prompt, prompt_len, num_new, opts,
+                                  sampler, new_ids, &count);
+    attn_sampler_destroy(sampler);
+    if (num_generated)
+      *num_generated = count;
+    return attn_ctx_fail(ctx, st);
+  }
   st = generate_incremental(ctx, prompt, prompt_len, num_new, opts, sampler,
                             new_ids, &count);
   if (st == ATTN_ERR_UNSUPPORTED)

@@ -140,10 +140,11 @@ struct attn_ctx {
   attn_allocator allocator;
   attn_pool *pool;
   /* The key/value cache of the incremental entry points: kv_batch sequences
-   * of kv_state[1] positions, kv_state[0] of them filled. */
+   * of kv_state[1] positions, kv_state[0] of them filled with the target's
+   * and kv_state[2] with an encoder-decoder's memory (ATTN_ARG_KV_STATE). */
   float *kv_cache;
   int64_t kv_batch;
-  int64_t kv_state[2];
+  int64_t kv_state[ATTN_KV_STATE_SIZE];
   /* Training state, each num_param_elements floats laid out as `params`
    * and allocated (zeroed) on first use: gradients, Adam's m and v. */
   float *grads, *first_moment, *second_moment;

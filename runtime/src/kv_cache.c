@@ -1,8 +1,9 @@
 /*===- kv_cache.c - The key/value cache of a context ----------------------===*
  *
- * The buffer the incremental entry points (prefill, decode_step) keep keys
- * and values in, and the state they read and advance: how many positions
- * are cached, out of how many fit.
+ * The buffer the incremental entry points (prefill, decode_step; for an
+ * encoder-decoder decode_prefill, decode_step) keep keys and values in, and
+ * the state they read and advance: how many target positions are cached,
+ * out of how many fit, and how many memory positions.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -42,9 +43,14 @@ attn_status attn_kv_cache_reset(attn_ctx *ctx, int64_t batch,
   ctx->kv_batch = batch;
   ctx->kv_state[0] = 0;
   ctx->kv_state[1] = capacity;
+  ctx->kv_state[2] = 0;
   return ATTN_OK;
 }
 
 int64_t attn_kv_cache_length(const attn_ctx *ctx) {
   return ctx && ctx->kv_cache ? ctx->kv_state[0] : 0;
+}
+
+int64_t attn_kv_cache_memory_length(const attn_ctx *ctx) {
+  return ctx && ctx->kv_cache ? ctx->kv_state[2] : 0;
 }

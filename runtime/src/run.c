@@ -347,7 +347,10 @@ static attn_status take_results(attn_ctx *ctx, const attn_entry_info *e,
 
 /* An incremental entry point appends its tokens ([B, T], the first input)
  * to the cache: the cache must have been sized for B sequences and have
- * room for T more positions. */
+ * room for T more positions. The other inputs, an encoder-decoder's memory
+ * and source for decode_prefill, are cached from position 0: each of their
+ * symbolic dims after the batch counts memory positions, which must fit
+ * too. decode_step of an encoder-decoder reads the memory cached. */
 static attn_status check_kv_cache(attn_ctx *ctx, const attn_entry_info *e,
                                   const attn_tensor *const *inputs) {
   if (!entry_has_kv_cache(e))
@@ -385,6 +388,26 @@ static attn_status check_kv_cache(attn_ctx *ctx, const attn_entry_info *e,
                      "%lld more do not fit",
                      e->name, (long long)ctx->kv_state[0],
                      (long long)ctx->kv_state[1], (long long)tokens->dims[1]);
+  int32_t k = 0;
+  for (int32_t a = 0; a < e->num_args; ++a) {
+    const attn_tensor_info *in = &e->args[a];
+    if (in->kind != ATTN_ARG_INPUT || k++ == 0)
+      continue;
+    const attn_tensor *t = inputs[k - 1];
+    for (int32_t d = 1; d < t->rank && d < in->rank; ++d)
+      if (in->shape[d] < 0 && t->dims[d] > ctx->kv_state[1])
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: argument '%s' has %lld positions in dim %d%s%s, "
+                         "more than the %lld the key/value cache holds",
+                         e->name, in->name, (long long)t->dims[d], (int)d,
+                         dim_name(in, d)[0] ? " " : "", dim_name(in, d),
+                         (long long)ctx->kv_state[1]);
+  }
+  if (strcmp(e->name, "decode_step") == 0 && ctx->kv_state[2] == 0 &&
+      attn_find_entry(ctx->model, "decode_prefill"))
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "decode_step: the key/value cache holds no memory; run "
+                     "decode_prefill on the encoder's output first");
   return ATTN_OK;
 }
 
@@ -451,7 +474,7 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
       fill_descriptor(d, ctx->kv_cache, 1, &n);
       d += ATTN_DESCRIPTOR_SLOTS(1);
     } else if (info->kind == ATTN_ARG_KV_STATE) {
-      int64_t n = 2;
+      int64_t n = ATTN_KV_STATE_SIZE;
       fill_descriptor(d, ctx->kv_state, 1, &n);
       d += ATTN_DESCRIPTOR_SLOTS(1);
     } else if (attn_kind_is_param_sized(info->kind)) {

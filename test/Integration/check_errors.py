@@ -224,9 +224,10 @@ def group_inputs(r, a):
               decode(good_mem, target=r.npy("tgt2.npy",
                                             np.ones((2, 3), np.int32))),
               "B = 2", "B = 1")
-        r.bad("generate on a model without forward",
-              [a.vaswani, "generate", "-w", vw, "--prompt", "a", "--ids-out",
-               r.keep], "forward")
+        r.bad("generate on an encoder-decoder: a source byte beyond its "
+              "vocabulary",
+              [a.vaswani, "generate", "-w", vw, "--prompt", "z", "--ids-out",
+               r.keep], "source vocabulary", "122")
 
 
 def group_limits(r, a):

@@ -107,6 +107,10 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     info.params.push_back(std::move(p));
   }
 
+  // One cache layout serves every entry point.
+  if (failed(computeKVCacheLayout(module, info.kvCacheFloatsPerPosition)))
+    return failure();
+
   for (auto func : module.getOps<func::FuncOp>()) {
     if (!func.isPublic() || func.isExternal())
       continue;
@@ -131,13 +135,7 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     }
     collectDimBounds(func, entry.args, /*firstInput=*/1);
     // The cache arguments `attn-bind-kv-cache` adds after the inputs.
-    int64_t perPosition = 0;
-    if (func.walk([](KVCacheAppendOp) { return WalkResult::interrupt(); })
-            .wasInterrupted()) {
-      if (failed(computeKVCacheLayout(func, perPosition)))
-        return failure();
-      info.kvCacheFloatsPerPosition =
-          std::max(info.kvCacheFloatsPerPosition, perPosition);
+    if (usesKVCache(func)) {
       TensorInfo cache;
       cache.name = "kv_cache";
       cache.kind = 2;
@@ -147,7 +145,8 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
       state.name = "kv_state";
       state.kind = 3;
       state.dtype = 3;
-      state.shape = {2};
+      // Positions cached, capacity, memory positions cached.
+      state.shape = {3};
       state.dimNames = {""};
       entry.args.push_back(cache);
       entry.args.push_back(state);

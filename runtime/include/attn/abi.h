@@ -24,7 +24,10 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 3
+#define ATTN_ABI_VERSION 4
+
+/* Entries of the key/value cache state (ATTN_ARG_KV_STATE). */
+#define ATTN_KV_STATE_SIZE 3
 
 /* Element types of tensors. */
 typedef enum attn_dtype {
@@ -65,8 +68,13 @@ typedef enum attn_arg_kind {
   ATTN_ARG_KV_CACHE = 2, /* the context's key/value cache, a rank-1 f32
                             memref of batch * capacity *
                             kv_cache_floats_per_position floats */
-  ATTN_ARG_KV_STATE = 3, /* a rank-1 i64 memref of 2: the positions cached
-                            (the entry point advances it) and the capacity */
+  ATTN_ARG_KV_STATE = 3, /* a rank-1 i64 memref of ATTN_KV_STATE_SIZE:
+                            [0] the target positions cached (the entry
+                            point advances it), [1] the capacity in
+                            positions, [2] the memory positions cached: an
+                            encoder-decoder's decode_prefill writes its
+                            memory's keys and values from position 0 and
+                            sets it, decode_step reads that many */
   /* Training (the entry points `<loss>_grad` and `train_step`). Each of the
    * next three is a rank-1 f32 memref of num_param_elements floats laid out
    * exactly as the parameter buffer (same offsets); the entry point writes

@@ -308,12 +308,21 @@ attn_status attn_sample(attn_sampler *s, const float *logits, int64_t vocab,
 /* Empties the context's key/value cache and sizes it for `batch` sequences
  * of up to `capacity` positions, for the incremental entry points (prefill,
  * decode_step) of a model that has them; each call of one of them appends
- * its tokens to the cache. Fails for a model without a cache. */
+ * its tokens to the cache. For an encoder-decoder (decode_prefill,
+ * decode_step) the capacity bounds both the target positions and the
+ * memory's: decode_prefill(tgt, memory, ...) caches the memory's keys and
+ * values (replacing any) and appends tgt; decode_step(tgt) appends one
+ * token per sequence and reads the memory cached. Fails for a model without
+ * a cache. */
 attn_status attn_kv_cache_reset(attn_ctx *ctx, int64_t batch,
                                 int64_t capacity);
 
-/* The number of positions the context's key/value cache holds. */
+/* The number of (target) positions the context's key/value cache holds. */
 int64_t attn_kv_cache_length(const attn_ctx *ctx);
+
+/* The number of memory positions (an encoder-decoder's source length) the
+ * context's key/value cache holds; 0 before decode_prefill. */
+int64_t attn_kv_cache_memory_length(const attn_ctx *ctx);
 
 /* The entry point called `name`, or NULL. */
 const attn_entry_info *attn_find_entry(const attn_model_info *model,
@@ -391,20 +400,40 @@ typedef struct attn_generate_options {
   int64_t context;   /* feed at most this many last tokens; 0: all */
   attn_token_fn on_token; /* may be NULL */
   void *user;
+  /* Encoder-decoder models: the target starts from this token (the
+   * decoder's start token; 0 by default, the pad id of the spec's models). */
+  int32_t start_token;
+  /* Nonzero: stop once `stop_token` is produced. It is kept in new_ids and
+   * counted, but not passed to on_token. */
+  int32_t use_stop_token;
+  int32_t stop_token;
 } attn_generate_options;
 
 /* Appends up to `num_new` sampled tokens to `prompt` (borrowed, at least
  * one token), writing them to new_ids[0 .. num_new) (caller-owned) and their
  * count to *num_generated (may be NULL). Uses the model's
- * `prefill`/`decode_step` entry points when the runtime supports their ABI,
- * and otherwise runs `forward(tokens: i32[B, T]) -> f32[B, T, V]` with B = 1
- * on the whole sequence (or its last opts->context tokens) for each token,
- * sampling from the last position's logits: O(n^2) work for n tokens.
- * Prompt ids must be below V. */
+ * `prefill`/`decode_step` entry points when it has them (and no
+ * opts->context window cuts the sequence), and otherwise runs
+ * `forward(tokens: i32[B, T]) -> f32[B, T, V]` with B = 1 on the whole
+ * sequence (or its last opts->context tokens) for each token, sampling from
+ * the last position's logits: O(n^2) work for n tokens. Prompt ids must be
+ * below V.
+ *
+ * For an encoder-decoder model (attn_model_is_encoder_decoder) the prompt is
+ * the source, `encode`d once; the new tokens are the target, decoded from
+ * opts->start_token with `decode_prefill`/`decode_step` (one decoder
+ * application per token, the cross-attention keys and values of the
+ * memory computed once) or, without them, `decode` on the whole target per
+ * token. `decode` must take the target first, encode's result and
+ * optionally the source ids. opts->context does not apply. */
 attn_status attn_generate(attn_ctx *ctx, const int32_t *prompt,
                           int64_t prompt_len, int64_t num_new,
                           const attn_generate_options *opts, int32_t *new_ids,
                           int64_t *num_generated);
+
+/* Whether attn_generate treats `model` as an encoder-decoder: it has
+ * `encode` and `decode` entry points. */
+int attn_model_is_encoder_decoder(const attn_model_info *model);
 
 /*===----------------------------------------------------------------------===*
  * The command line of standalone executables

@@ -43,17 +43,30 @@ llvm::SmallVector<ParamSlot> computeParamLayout(mlir::ModuleOp module,
 
 /// One slot of the key/value cache: per position and batch row, `heads *
 /// (keyDim + valueDim)` floats starting at `offset` floats per position.
+/// A memory slot (an encoder-decoder's cross-attention keys and values, or
+/// its key padding) counts its positions separately from the target's.
 struct KVCacheSlot {
-  KVCacheAppendOp append;
+  int64_t slot;
   int64_t heads, keyDim, valueDim;
   int64_t offset; // floats per position before this slot
+  bool memory;
 };
 
-/// The cache slots of `func` in slot order, and the floats one position of
-/// one batch row takes in all of them. Fails on a slot whose head count or
-/// head sizes are not static.
+/// The discardable attribute `attn-incremental-decoding` puts on the cache
+/// ops of a memory slot.
+inline constexpr llvm::StringLiteral kKVMemoryAttr = "attn.kv_memory";
+
+/// The cache slots used anywhere in `module`, by slot number, and the
+/// floats one position of one batch row takes in all of them; every entry
+/// point lays the cache out the same way. Fails with a diagnostic on a slot
+/// whose head count or head sizes are not static, or that two ops use with
+/// different shapes or kinds.
 mlir::FailureOr<llvm::SmallVector<KVCacheSlot>>
-computeKVCacheLayout(mlir::func::FuncOp func, int64_t &floatsPerPosition);
+computeKVCacheLayout(mlir::ModuleOp module, int64_t &floatsPerPosition);
+
+/// Whether `func` uses the key/value cache (and so takes the cache and its
+/// state as arguments after `attn-bind-kv-cache`).
+bool usesKVCache(mlir::func::FuncOp func);
 
 /// Adds the patterns lowering every attn op used inside functions.
 void populateAttnToLinalgPatterns(mlir::RewritePatternSet &patterns);

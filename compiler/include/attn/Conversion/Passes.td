@@ -27,14 +27,21 @@ def AttnBindKVCache : Pass<"attn-bind-kv-cache", "::mlir::ModuleOp"> {
   let summary = "Keeps the key/value cache in buffers the runtime passes in";
   let description = [{
     Input: a module after `attn-bind-params`. Each function using
-    `attn.kv_cache_append` or `attn.kv_cache_length` takes two more
-    arguments: `%cache: memref<?xf32>`, the cache of the model context, and
-    `%state: memref<2xi64>`, holding the number of positions cached and the
-    capacity in positions. Slot `s` of a batch of `B` is a `[B, H, cap, D]`
-    key block then a `[B, H, cap, Dv]` value block, the slots one after the
-    other (`attn::computeKVCacheLayout`). An append writes the new keys and
-    values at position `len` and reads the first `len + t` positions back;
-    the function ends by storing `len + t` into the state.
+    `attn.kv_cache_append`, `attn.kv_cache_read` or `attn.kv_cache_length`
+    takes two more arguments: `%cache: memref<?xf32>`, the cache of the model
+    context, and `%state: memref<3xi64>`, holding the number of (target)
+    positions cached, the capacity in positions, and the number of memory
+    positions cached. Slot `s` of a batch of `B` is a `[B, H, cap, D]` key
+    block then a `[B, H, cap, Dv]` value block, the slots one after the
+    other by slot number, the same in every function of the module
+    (`attn::computeKVCacheLayout`). An append writes the new keys and values
+    at position `len` and reads the first `len + t` positions back; the
+    function ends by storing `len + t` into the state. Memory slots (ops
+    marked `attn.kv_memory`: an encoder-decoder's cross-attention keys and
+    values and its key padding) are written from position 0 by an append,
+    which stores their count into `state[2]`, and read as positions
+    `[0, state[2])` by `attn.kv_cache_read`. Fails with a diagnostic on a
+    slot with a dynamic head count or head size, or used with two shapes.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

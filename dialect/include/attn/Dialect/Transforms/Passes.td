@@ -27,6 +27,21 @@ def AttnIncrementalDecoding
     logits, equal to `forward`'s on the whole sequence. Models that do not
     qualify, or that define `prefill` or `decode_step` themselves, are left
     unchanged.
+
+    For an encoder-decoder, with `encode` and `decode(tgt: i32[B, T],
+    memory, ...)` returning `[B, T, vocab]`, where every attention that
+    reads `tgt` is causal self-attention over it or attention from it to
+    keys, values and key padding that do not depend on it (cross-attention,
+    mask none), and nothing else mixes target positions, the pass adds
+    `decode_prefill` (decode's arguments) and `decode_step(tgt: i32[B, 1])`,
+    both returning `[B, vocab]`: the target's positions start at the cache
+    length and its self-attention goes through target slots as above;
+    `decode_prefill` appends each cross-attention's keys and values, and
+    each distinct key padding (as `[B, 1, S, 1]` floats), to memory slots
+    (`attn.kv_memory`), which `decode_step` reads back with
+    `attn.kv_cache_read`, so its only argument is the new tokens. When
+    `decode_step` would still need another argument (memory used outside
+    cross-attention), or either name is taken, nothing is added.
   }];
 }
 
