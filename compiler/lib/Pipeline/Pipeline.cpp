@@ -98,6 +98,7 @@ static void buildLoopsPipeline(OpPassManager &pm,
   // vector loops; every other linalg op tiled along its innermost loop and
   // vectorised; what is left becomes scalar loops.
   pm.addNestedPass<func::FuncOp>(createReuseBuffersPass());
+  pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
   pm.addPass(createMatmulToVectorPass(target));
   pm.addNestedPass<func::FuncOp>(createVectorizeLinalgPass(target));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

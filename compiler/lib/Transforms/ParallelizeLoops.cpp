@@ -54,6 +54,10 @@ Value rootOf(Value v, SmallVectorImpl<memref::SubViewOp> &subviews) {
     Operation *def = v.getDefiningOp();
     if (!def)
       return v;
+    // A memref.view of the arena (attn-plan-arena) is a buffer of its own:
+    // views live at the same time never overlap.
+    if (isa<memref::ViewOp>(def))
+      return v;
     if (auto sv = dyn_cast<memref::SubViewOp>(def)) {
       subviews.push_back(sv);
       v = sv.getSource();

@@ -12,6 +12,7 @@ void registerMathApproximationPass();
 void registerLowerVectorPass();
 void registerFuseElementwisePass();
 void registerReuseBuffersPass();
+void registerPlanArenaPass();
 void registerParallelizeLoopsPass();
 void registerLowerDynamicReshapesPass();
 
@@ -22,6 +23,7 @@ void registerAttnCodegenPasses() {
   registerLowerVectorPass();
   registerFuseElementwisePass();
   registerReuseBuffersPass();
+  registerPlanArenaPass();
   registerParallelizeLoopsPass();
   registerLowerDynamicReshapesPass();
 }

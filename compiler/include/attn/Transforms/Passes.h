@@ -40,6 +40,12 @@ std::unique_ptr<mlir::Pass> createFuseElementwisePass();
 /// zero-fills) a few buffers instead of one per intermediate tensor.
 std::unique_ptr<mlir::Pass> createReuseBuffersPass();
 
+/// `attn-plan-arena`: the temporaries left local to an entry point live in
+/// one arena allocated once per call, at offsets planned at compile time
+/// from their lifetimes (first fit over slots); sizes that depend on the
+/// call's dims are computed at the function's entry.
+std::unique_ptr<mlir::Pass> createPlanArenaPass();
+
 /// `attn-matmul-to-vector`: every 2-D f32 matrix product on buffers
 /// (`linalg.matmul`, also with a transposed B through its indexing maps, or
 /// a `linalg.generic` with the same contraction) becomes a blocked loop nest:

@@ -1,0 +1,33 @@
+//===- BufferUses.h - How a temporary buffer is used ------------*- C++ -*-===//
+//
+// Helpers shared by the passes that rearrange the temporaries bufferisation
+// creates (attn-reuse-buffers, attn-plan-arena): whether a buffer stays
+// local to its function, who uses it, and a canonical form of its sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_TRANSFORMS_BUFFERUSES_H
+#define ATTN_LIB_TRANSFORMS_BUFFERUSES_H
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace attn {
+
+/// Whether `value` (a buffer or a view of it) only ever reaches ops that
+/// read or write through it, and is deallocated once (`dealloc`, directly,
+/// not through a view); false if it escapes (returned, passed to a call,
+/// its pointer taken, yielded).
+bool staysLocal(mlir::Value value, mlir::memref::DeallocOp &dealloc,
+                int depth = 0);
+
+/// Every op using `value` or a view of it.
+void collectUsers(mlir::Value value,
+                  llvm::SmallVectorImpl<mlir::Operation *> &users);
+
+/// A size value traced back through memref.dim of reshapes and allocations
+/// to where it was first computed, so that equal sizes compare equal.
+mlir::Value canonicalSize(mlir::Value size);
+
+} // namespace attn
+
+#endif // ATTN_LIB_TRANSFORMS_BUFFERUSES_H
