@@ -384,6 +384,11 @@ static int cmd_info(cli *c) {
     printf("  ");
     print_signature(stdout, &m->entries[i]);
     printf("\n");
+    if (m->entries[i].arena_bytes >= 0)
+      printf("    activations: %lld bytes at batch 1 and the model's bounds, "
+             "+ %lld per further sequence\n",
+             (long long)m->entries[i].arena_bytes,
+             (long long)m->entries[i].arena_bytes_per_batch);
   }
   if (m->train) {
     const attn_train_info *t = m->train;

@@ -14,6 +14,7 @@
 #include "attn/Frontend/Frontend.h"
 #include "attn/InitAll.h"
 #include "attn/MLIRGen/MLIRGen.h"
+#include "attn/Target/ArenaSize.h"
 #include "attn/Target/HeaderEmitter.h"
 #include "attn/Target/ModelInfo.h"
 #include "attn/Target/ObjectEmitter.h"
@@ -134,7 +135,11 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
     return nullptr;
   info = std::move(*collected);
   info.target = options.target;
-  if (failed(runPipeline(module, attn::Stage::AttnOpt, attn::Stage::LLVMMLIR,
+  if (failed(runPipeline(module, attn::Stage::AttnOpt, attn::Stage::Loops,
+                         context)))
+    return nullptr;
+  attn::collectArenaSizes(module, info);
+  if (failed(runPipeline(module, attn::Stage::Loops, attn::Stage::LLVMMLIR,
                          context)))
     return nullptr;
   return attn::translateToLLVMIR(module, info, options, llvmContext);

@@ -70,7 +70,15 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
      << "#define " << llvm::StringRef(n).upper() << "_NUM_PARAMETERS " << numParams
      << "LL\n"
      << "#define " << llvm::StringRef(n).upper() << "_PARAMETER_BYTES "
-     << info.numParamElements * 4 << "LL\n\n"
+     << info.numParamElements * 4 << "LL\n";
+  if (info.kvCacheFloatsPerPosition > 0)
+    os << "/* The key/value cache of prefill/decode_step: bytes per position "
+          "of one\n * sequence (the context holds batch x capacity "
+          "positions). */\n"
+       << "#define " << llvm::StringRef(n).upper()
+       << "_KV_CACHE_BYTES_PER_POSITION "
+       << info.kvCacheFloatsPerPosition * 4 << "LL\n";
+  os << "\n"
      << "typedef struct " << n << "_ctx " << n << "_ctx;\n"
      << "typedef attn_options " << n << "_options;\n\n"
      << "/* A context with zeroed parameters; NULL on failure (see "
@@ -113,6 +121,11 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
     os << ") -> ";
     for (size_t i = 0; i < e.results.size(); ++i)
       os << (i ? ", " : "") << describe(e.results[i]);
+    if (e.arenaBytes >= 0)
+      os << "\n * Activations: " << e.arenaBytes
+         << " bytes at batch 1 and the model's bounds, + "
+         << e.arenaBytesPerBatch << " per further sequence (one arena per "
+         << "call).";
     os << "\n * Inputs are borrowed. "
        << (e.results.size() == 1
                ? "*out receives the result"

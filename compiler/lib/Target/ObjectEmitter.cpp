@@ -153,9 +153,11 @@ public:
          doubleArray(p.initArgs)});
   }
 
-  // attn_entry_info { name, num_args, args, num_results, results, fn }
+  // attn_entry_info { name, num_args, args, num_results, results, fn,
+  //                   arena_bytes, arena_bytes_per_batch }
   llvm::StructType *entryType() {
-    return llvm::StructType::get(context, {ptr, i32, ptr, i32, ptr, ptr});
+    return llvm::StructType::get(context,
+                                 {ptr, i32, ptr, i32, ptr, ptr, i64, i64});
   }
 
   // attn_model_info { abi_version, name, target, num_param_elements,
@@ -191,7 +193,10 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
         b.entryType(),
         {b.string(e.name), llvm::ConstantInt::get(b.i32, e.args.size()),
          b.tensors(e.args), llvm::ConstantInt::get(b.i32, e.results.size()),
-         b.tensors(e.results), fn}));
+         b.tensors(e.results), fn,
+         llvm::ConstantInt::get(b.i64, e.arenaBytes, /*IsSigned=*/true),
+         llvm::ConstantInt::get(b.i64, e.arenaBytesPerBatch,
+                                /*IsSigned=*/true)}));
   }
   llvm::Constant *model = llvm::ConstantStruct::get(
       b.modelType(),

@@ -163,6 +163,12 @@ typedef struct attn_entry_info {
   int32_t num_results;
   const attn_tensor_info *results;
   void (*fn)(void);
+  /* The activation arena the entry point allocates per call (its
+   * temporaries, planned at compile time by lifetime): bytes at batch 1 and
+   * every other run-time dim at its bound, and bytes per further sequence
+   * of the batch; -1 when not known at compile time. */
+  int64_t arena_bytes;
+  int64_t arena_bytes_per_batch;
 } attn_entry_info;
 
 /* The whole model. The compiled object exports it as `NAME_model_info`. */

@@ -41,6 +41,11 @@ struct EntryInfo {
   std::string name;
   std::vector<TensorInfo> args; // the parameter buffer first
   std::vector<TensorInfo> results;
+  /// Bytes of the activation arena at batch 1 and the model's other bounds,
+  /// and per further sequence of the batch; -1 when not known at compile
+  /// time (collectArenaSizes).
+  int64_t arenaBytes = -1;
+  int64_t arenaBytesPerBatch = -1;
 };
 
 struct ModelInfo {
