@@ -19,10 +19,12 @@
 #include "attn/Target/ModelInfo.h"
 #include "attn/Target/ObjectEmitter.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -30,6 +32,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -41,30 +44,58 @@ namespace cl = llvm::cl;
 namespace {
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
+cl::OptionCategory attncCategory("attnc options");
+
 cl::opt<std::string> commandName(cl::Positional, cl::desc("<command>"),
-                                 cl::Required);
+                                 cl::Required, cl::cat(attncCategory));
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input file>"),
-                                   cl::Required);
+                                   cl::Required, cl::cat(attncCategory));
 cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: "
                                                   "standard output for emit)"),
-                                    cl::value_desc("file"), cl::init(""));
+                                    cl::value_desc("file"), cl::init(""),
+                                    cl::cat(attncCategory));
 cl::opt<std::string>
     stageOption("stage", cl::desc("Stage to print with `emit`: tokens, ast, "
                                   "params, attn, attn-opt, loops, "
                                   "llvm-mlir, llvm, asm"),
-                cl::value_desc("stage"), cl::init("attn-opt"));
+                cl::value_desc("stage"), cl::init("attn-opt"),
+                cl::cat(attncCategory));
 cl::opt<std::string> targetOption("target",
                                   cl::desc("Target CPU: host (default), "
                                            "x86-64-v3 (AVX2), x86-64-v4 "
                                            "(AVX-512)"),
-                                  cl::value_desc("target"), cl::init("host"));
+                                  cl::value_desc("target"), cl::init("host"),
+                                  cl::cat(attncCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
-                           cl::Prefix, cl::init(3));
+                           cl::Prefix, cl::init(3), cl::cat(attncCategory));
 cl::opt<std::string> headerFilename("header",
                                     cl::desc("C header to write with "
                                              "`compile` (default: the object's "
                                              "name with .h)"),
-                                    cl::value_desc("file"), cl::init(""));
+                                    cl::value_desc("file"), cl::init(""),
+                                    cl::cat(attncCategory));
+cl::list<std::string> entryOption(
+    "entry",
+    cl::desc("Generate only these entry points (default: all), e.g. "
+             "--entry forward,prefill,decode_step"),
+    cl::value_desc("a,b"), cl::CommaSeparated, cl::cat(attncCategory));
+cl::opt<bool> printIRAfterAll("print-ir-after-all",
+                              cl::desc("Print the IR after every pass "
+                                       "(to standard error)"),
+                              cl::cat(attncCategory));
+cl::list<std::string>
+    printIRAfter("print-ir-after",
+                 cl::desc("Print the IR after the passes named (their "
+                          "attnc-opt argument, e.g. attn-plan-arena)"),
+                 cl::value_desc("pass"), cl::CommaSeparated,
+                 cl::cat(attncCategory));
+cl::opt<std::string> dumpDir("dump-dir",
+                             cl::desc("Write every stage the command goes "
+                                      "through to DIR, one file per stage"),
+                             cl::value_desc("dir"), cl::init(""),
+                             cl::cat(attncCategory));
+cl::opt<bool> timingOption("timing", cl::desc("Print the time of every pass"),
+                           cl::cat(attncCategory));
 
 const char *kOverview = R"(attnc: ahead-of-time compiler for Transformer models
 
@@ -99,20 +130,95 @@ int writeOutput(llvm::StringRef path, llvm::StringRef text) {
   return kSuccess;
 }
 
-/// Runs the pipeline from the attn stage up to `stage` on `module`.
+/// Writes `text` as file NN-NAME of --dump-dir, numbered in the order the
+/// stages are written.
+LogicalResult dumpStage(llvm::StringRef name, llvm::StringRef extension,
+                        llvm::StringRef text) {
+  static int counter = 0;
+  if (dumpDir.empty())
+    return success();
+  if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir)) {
+    llvm::errs() << "attnc: error: cannot create " << dumpDir << ": "
+                 << ec.message() << "\n";
+    return failure();
+  }
+  llvm::SmallString<128> path(dumpDir.getValue());
+  llvm::sys::path::append(path, llvm::formatv("{0:2}-{1}.{2}", counter++,
+                                              name, extension)
+                                    .str());
+  std::replace(path.begin(), path.end(), ' ', '0');
+  return success(writeOutput(path, text) == kSuccess);
+}
+
+std::string printModule(ModuleOp module);
+
+/// Runs the pipeline from stage `from` to `to` on `module`, one stage at a
+/// time so that --dump-dir sees each.
 LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
                           MLIRContext &context) {
-  PassManager pm(&context);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  DefaultTimingManager timing;
-  applyDefaultTimingManagerCLOptions(timing);
-  TimingScope timingScope = timing.getRootScope();
-  pm.enableTiming(timingScope);
-  attn::PipelineOptions options{to};
-  options.target = targetOption;
-  attn::buildAttnPipeline(pm, options, from);
-  return pm.run(module);
+  for (auto stage = static_cast<int>(from) + 1;
+       stage <= static_cast<int>(to); ++stage) {
+    auto next = static_cast<attn::Stage>(stage);
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    DefaultTimingManager timing;
+    applyDefaultTimingManagerCLOptions(timing);
+    if (timingOption)
+      timing.setEnabled(true);
+    TimingScope timingScope = timing.getRootScope();
+    pm.enableTiming(timingScope);
+    if (printIRAfterAll || !printIRAfter.empty())
+      pm.enableIRPrinting(
+          /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
+          /*shouldPrintAfterPass=*/
+          [](Pass *pass, Operation *) {
+            return printIRAfterAll ||
+                   llvm::is_contained(printIRAfter, pass->getArgument());
+          },
+          /*printModuleScope=*/false, /*printAfterOnlyOnChange=*/false);
+    attn::PipelineOptions options{next};
+    options.target = targetOption;
+    attn::buildAttnPipeline(pm, options, static_cast<attn::Stage>(stage - 1));
+    if (failed(pm.run(module)))
+      return failure();
+    if (failed(dumpStage(attn::stageName(next), "mlir",
+                         printModule(module))))
+      return failure();
+  }
+  return success();
+}
+
+/// --entry: keeps only the entry points named (others become private, and
+/// disappear when nothing calls them). Fails with a usage message naming
+/// the entry points there are when a name is not one of them.
+LogicalResult selectEntryPoints(ModuleOp module) {
+  if (entryOption.empty())
+    return success();
+  llvm::SmallVector<func::FuncOp> entries;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal())
+      entries.push_back(func);
+  for (const std::string &name : entryOption)
+    if (!llvm::any_of(entries, [&](func::FuncOp f) {
+          return f.getSymName() == name;
+        })) {
+      std::string names;
+      for (func::FuncOp f : entries)
+        names += (names.empty() ? "" : ", ") + f.getSymName().str();
+      usageError("--entry: the model has no entry point '" + name +
+                 "'; it has " + names);
+      return failure();
+    }
+  for (func::FuncOp func : entries) {
+    if (llvm::is_contained(entryOption, func.getSymName()))
+      continue;
+    if (SymbolTable::symbolKnownUseEmpty(func, module))
+      func.erase();
+    else
+      func.setPrivate();
+  }
+  return success();
 }
 
 std::string printModule(ModuleOp module) {
@@ -126,10 +232,15 @@ std::string printModule(ModuleOp module) {
 std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
                                           llvm::LLVMContext &llvmContext,
                                           const attn::CodegenOptions &options,
-                                          attn::ModelInfo &info) {
+                                          attn::ModelInfo &info, int &status) {
+  status = kInputError;
   if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnOpt,
                          context)))
     return nullptr;
+  if (failed(selectEntryPoints(module))) {
+    status = kUsageError;
+    return nullptr;
+  }
   FailureOr<attn::ModelInfo> collected = attn::collectModelInfo(module);
   if (failed(collected))
     return nullptr;
@@ -142,7 +253,16 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
   if (failed(runPipeline(module, attn::Stage::Loops, attn::Stage::LLVMMLIR,
                          context)))
     return nullptr;
-  return attn::translateToLLVMIR(module, info, options, llvmContext);
+  std::unique_ptr<llvm::Module> llvmModule =
+      attn::translateToLLVMIR(module, info, options, llvmContext);
+  if (llvmModule && !dumpDir.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvmModule->print(os, nullptr);
+    if (failed(dumpStage("llvm", "ll", text)))
+      return nullptr;
+  }
+  return llvmModule;
 }
 
 /// Writes the object (or assembly) of `module` to `path`.
@@ -170,18 +290,31 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
   attn::CodegenOptions options;
   options.target = targetOption;
   options.optLevel = optLevel;
+  if (failed(dumpStage("attn", "mlir", printModule(module))))
+    return kInputError;
   if (command == "emit" && stage <= attn::Stage::LLVMMLIR) {
-    if (failed(runPipeline(module, attn::Stage::Attn, stage, context)))
-      return kInputError;
+    if (stage <= attn::Stage::AttnOpt) {
+      if (failed(runPipeline(module, attn::Stage::Attn, stage, context)))
+        return kInputError;
+    } else {
+      if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnOpt,
+                             context)))
+        return kInputError;
+      if (failed(selectEntryPoints(module)))
+        return kUsageError;
+      if (failed(runPipeline(module, attn::Stage::AttnOpt, stage, context)))
+        return kInputError;
+    }
     return writeOutput(outputFilename, printModule(module));
   }
   options.withMain = command == "build";
   llvm::LLVMContext llvmContext;
   attn::ModelInfo info;
+  int status;
   std::unique_ptr<llvm::Module> llvmModule =
-      lowerToLLVM(module, context, llvmContext, options, info);
+      lowerToLLVM(module, context, llvmContext, options, info, status);
   if (!llvmModule)
-    return kInputError;
+    return status;
   if (command == "emit" && stage == attn::Stage::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -288,6 +421,9 @@ int main(int argc, char **argv) {
     os << "attnc " << ATTN_VERSION << " (LLVM/MLIR " << LLVM_VERSION_STRING
        << ")\n";
   });
+  // --help lists attnc's own options; --help-hidden everything (MLIR's
+  // --mlir-* options and LLVM's code generation flags work too).
+  cl::HideUnrelatedOptions(attncCategory);
   if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &llvm::errs()))
     return kUsageError;
 
