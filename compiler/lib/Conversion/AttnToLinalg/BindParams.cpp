@@ -109,6 +109,49 @@ Value flatten(OpBuilder &b, Location loc, Value value) {
                                          ArrayRef<ReassociationIndices>{all});
 }
 
+/// Moves each `attn.set_param` up to just after the op computing its value,
+/// but not above an earlier write of the same slot or a use of a value read
+/// from that slot before it. The write then comes before the next value is
+/// computed, so that `attn-param-writes-in-place` can give that value's
+/// producer its slot of the buffer as written so far (a later value of the
+/// buffer, which bufferisation does not see as conflicting with reads of
+/// other slots the way a slot of the first value is).
+void hoistWrites(Block &body) {
+  SmallVector<SetParamOp> sets(body.getOps<SetParamOp>());
+  for (SetParamOp set : sets) {
+    Operation *after = nullptr;
+    auto later = [&](Operation *op) {
+      op = body.findAncestorOpInBlock(*op);
+      if (op && op != set && op->isBeforeInBlock(set) &&
+          (!after || after->isBeforeInBlock(op)))
+        after = op;
+    };
+    if (Operation *def = set.getValue().getDefiningOp())
+      later(def);
+    for (Operation &op : body) {
+      if (&op == set.getOperation())
+        break;
+      if (auto other = dyn_cast<SetParamOp>(op)) {
+        if (other.getName() == set.getName() &&
+            other.getBuffer() == set.getBuffer())
+          later(other);
+        continue;
+      }
+      auto get = dyn_cast<GetParamOp>(op);
+      if (!get || get.getName() != set.getName() ||
+          get.getBuffer() != set.getBuffer())
+        continue;
+      later(get);
+      for (Operation *user : get->getUsers())
+        later(user);
+    }
+    if (!after)
+      set->moveBefore(&body.front());
+    else if (after->getNextNode() != set.getOperation())
+      set->moveAfter(after);
+  }
+}
+
 struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -144,6 +187,7 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
     });
     if (nested.wasInterrupted())
       return failure();
+    hoistWrites(body);
 
     // The buffer arguments, first and in buffer order.
     auto tensorType =
