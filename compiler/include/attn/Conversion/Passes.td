@@ -80,8 +80,12 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     contractions, shape ops as `tensor` ops, and `attn.sdpa` as a tiled
     online-softmax loop nest (`scf.for` over query and key tiles) that never
     materialises the `T x S` score matrix and skips key tiles above the
-    causal diagonal. `dropout` is the identity (these are inference entry
-    points). Module-level `attn.param` and `attn.train` ops are left alone.
+    causal diagonal, `attn.sdpa_grad` as the matching tiled backward pass.
+    `dropout` (and attention dropout) with a seed draws abi.h's
+    counter-based mask; without one it is the identity. The gradient ops and
+    the optimizer update become reductions and element-wise generics,
+    `attn.gather_grad` a sequential scatter-add loop (docs/Codegen.md).
+    Module-level `attn.param` and `attn.train` ops are left alone.
     Fails with a diagnostic on an op it cannot lower.
   }];
   let dependentDialects = [
