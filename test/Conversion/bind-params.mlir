@@ -22,7 +22,7 @@ attn.param @e : tensor<16xf32> init zeros []
 attn.param @f : tensor<1x1xf32> init zeros []
 
 // CHECK-LABEL: func.func @reads_all
-// CHECK-SAME: (%[[P:[^:]+]]: tensor<?xf32> {attn.params}, %[[X:[^:]+]]: tensor<3x5xf32>)
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<?xf32> {attn.params, bufferization.writable = false}, %[[X:[^:]+]]: tensor<3x5xf32>)
 // CHECK-NOT: attn.get_param
 // CHECK-DAG: %[[A1:.*]] = tensor.extract_slice %[[P]][0] [15] [1] : tensor<?xf32> to tensor<15xf32>
 // CHECK-DAG: %[[A:.*]] = tensor.expand_shape %[[A1]] {{\[\[}}0, 1]] output_shape [3, 5] : tensor<15xf32> into tensor<3x5xf32>
@@ -51,7 +51,7 @@ func.func @reads_all(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<7xf32>, te
 // offset; a function reading none still takes the buffer, so that every
 // entry point has the same calling convention.
 // CHECK-LABEL: func.func @reads_twice
-// CHECK-SAME: (%[[P:[^:]+]]: tensor<?xf32> {attn.params})
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<?xf32> {attn.params, bufferization.writable = false})
 // CHECK-COUNT-2: tensor.extract_slice %[[P]][64] [1] [1]
 func.func @reads_twice() -> (tensor<f32>, tensor<f32>) {
   %0 = attn.get_param @s : tensor<f32>
@@ -60,7 +60,7 @@ func.func @reads_twice() -> (tensor<f32>, tensor<f32>) {
 }
 
 // CHECK-LABEL: func.func @reads_none
-// CHECK-SAME: (%{{[^:]+}}: tensor<?xf32> {attn.params}, %{{[^:]+}}: tensor<2xf32> {attn.name = "x"}) -> tensor<2xf32>
+// CHECK-SAME: (%{{[^:]+}}: tensor<?xf32> {attn.params, bufferization.writable = false}, %{{[^:]+}}: tensor<2xf32> {attn.name = "x"}) -> tensor<2xf32>
 func.func @reads_none(%x: tensor<2xf32> {attn.name = "x"}) -> tensor<2xf32> {
   return %x : tensor<2xf32>
 }

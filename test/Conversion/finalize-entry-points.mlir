@@ -7,7 +7,8 @@
 // RUN:   | FileCheck %s --check-prefix=LOWERED --implicit-check-not=attn.
 
 // attn-finalize-entry-points erases the model declarations (attn.param,
-// attn.train), drops the attn.* argument attributes and marks every public
+// attn.train), drops the attn.* argument attributes (bufferisation's
+// `writable = false` on a buffer only read stays) and marks every public
 // function with a body llvm.emit_c_interface; private functions and
 // declarations are not entry points.
 
@@ -16,7 +17,7 @@ attn.param @b : tensor<4xf32> init zeros []
 attn.train loss @loss optimizer adam {} schedule constant {} clip_norm 1.0
 
 // CHECK-LABEL: func.func @forward
-// CHECK-SAME: (%{{[^:]+}}: tensor<?xf32>, %{{[^:]+}}: tensor<?x4xf32>) -> tensor<?x4xf32>
+// CHECK-SAME: (%{{[^:]+}}: tensor<?xf32> {bufferization.writable = false}, %{{[^:]+}}: tensor<?x4xf32>) -> tensor<?x4xf32>
 // CHECK-SAME: attributes {llvm.emit_c_interface}
 // CHECK: tensor.extract_slice
 func.func @forward(%x: tensor<?x4xf32> {attn.dims = ["B", ""], attn.name = "x"}) -> tensor<?x4xf32> {
@@ -35,7 +36,7 @@ func.func @loss(%x: tensor<?x4xf32> {attn.dims = ["B", ""], attn.name = "x"}) ->
 }
 
 // CHECK-LABEL: func.func private @helper
-// CHECK-SAME: (%{{[^:]+}}: tensor<?xf32>, %{{[^:]+}}: tensor<?x4xf32>) -> tensor<?x4xf32> {
+// CHECK-SAME: (%{{[^:]+}}: tensor<?xf32> {bufferization.writable = false}, %{{[^:]+}}: tensor<?x4xf32>) -> tensor<?x4xf32> {
 func.func private @helper(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %0 = attn.relu %x : tensor<?x4xf32>
   return %0 : tensor<?x4xf32>

@@ -3,8 +3,8 @@
 
 // convert-attn-to-linalg fails, with a diagnostic at the op, on attn ops it
 // does not lower: the key/value cache ops (bound to buffers by
-// attn-bind-kv-cache, not by this pass) and the training ops (no training
-// entry points yet). Nothing is silently left behind.
+// attn-bind-kv-cache, not by this pass) and the parameter buffer reads and
+// writes (bound by attn-bind-params). Nothing is silently left behind.
 
 // CHECK: error: failed to legalize operation 'attn.kv_cache_append'
 func.func @kv_cache_append(%k: tensor<?x6x1x32xf32>, %v: tensor<?x6x1x32xf32>) -> (tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>) {
@@ -15,12 +15,13 @@ func.func @kv_cache_append(%k: tensor<?x6x1x32xf32>, %v: tensor<?x6x1x32xf32>) -
 
 // -----
 
-// CHECK: error: failed to legalize operation 'attn.activation_grad'
-func.func @activation_grad(%x: tensor<?x?x32xf32>, %dy: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
-  %0 = attn.relu %x : tensor<?x?x32xf32>
-  // expected-error @+1 {{failed to legalize operation 'attn.activation_grad'}}
-  %1 = attn.activation_grad gelu %0, %dy : tensor<?x?x32xf32>
-  return %1 : tensor<?x?x32xf32>
+// A parameter write that attn-bind-params has not replaced.
+attn.param @w : tensor<4xf32> init zeros []
+// CHECK: error: failed to legalize operation 'attn.set_param'
+func.func @set_param(%g: tensor<4xf32>) {
+  // expected-error @+1 {{failed to legalize operation 'attn.set_param'}}
+  attn.set_param @w grad, %g : tensor<4xf32>
+  return
 }
 
 // -----

@@ -86,6 +86,11 @@ static void buildLoopsPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Values stored into parameter buffers (train_step's weights and moments,
+  // the gradients of <loss>_grad) are computed in their slot; CSE then
+  // merges an update's read of a slot with its write of the same slot.
+  pm.addPass(createAttnParamWritesInPlace());
+  pm.addPass(createCSEPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.allowReturnAllocsFromLoops = true;

@@ -110,11 +110,56 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
      << "_ctx *ctx, const char *safetensors_path) {\n"
      << "  return attn_save_safetensors((attn_ctx *)ctx, safetensors_path);\n}\n";
 
+  if (info.train)
+    os << "\n/* Training (the model's train { } section: loss fn '"
+       << info.train->lossFn << "').\n"
+       << " * The context keeps, next to the parameters, a gradient buffer and "
+          "Adam's\n"
+       << " * first and second moments, each " << info.numParamElements
+       << " floats laid out as the\n"
+       << " * parameter buffer (same offsets). " << n << "_" << info.train->lossFn
+       << "_grad() writes d loss / d param\n"
+       << " * for every parameter into the gradient buffer; " << n
+       << "_train_step() runs one\n"
+       << " * optimizer step, updating the parameters and both moments in place,"
+          "\n"
+       << " * with the context's hyperparameters (learning rate of the step, "
+          "betas, eps,\n"
+       << " * weight decay, clip norm, step count) and dropout seed. */\n";
+
   for (const EntryInfo &e : info.entries) {
     std::vector<const TensorInfo *> inputs;
-    for (const TensorInfo &a : e.args)
+    bool training = false;
+    std::vector<std::string> uses;
+    for (const TensorInfo &a : e.args) {
       if (a.kind == 1)
         inputs.push_back(&a);
+      if (a.kind >= 4)
+        training = true;
+      switch (a.kind) {
+      case 4:
+        uses.push_back("writes the gradient buffer");
+        break;
+      case 5:
+        uses.push_back("updates the first moments");
+        break;
+      case 6:
+        uses.push_back("updates the second moments");
+        break;
+      case 7:
+        uses.push_back("reads the hyperparameters");
+        break;
+      case 8:
+        uses.push_back("draws dropout masks from the seed of the step");
+        break;
+      default:
+        break;
+      }
+    }
+    // Training entry points return scalars (the loss; train_step also the
+    // gradient norm): the wrapper hands back the loss as a float.
+    bool scalarLoss = training && !e.results.empty() &&
+                      e.results[0].dtype == 0 && e.results[0].shape.empty();
     os << "\n/* " << e.name << "(";
     for (size_t i = 0; i < inputs.size(); ++i)
       os << (i ? ", " : "") << inputs[i]->name << ": " << describe(*inputs[i]);
@@ -126,27 +171,54 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
          << " bytes at batch 1 and the model's bounds, + "
          << e.arenaBytesPerBatch << " per further sequence (one arena per "
          << "call).";
-    os << "\n * Inputs are borrowed. "
-       << (e.results.size() == 1
-               ? "*out receives the result"
-               : "out[0.." + std::to_string(e.results.size() - 1) +
-                     "] receive the results")
-       << ", owning its data:\n * free with attn_tensor_release(). */\n";
+    if (!uses.empty()) {
+      os << "\n * In the context, it ";
+      for (size_t i = 0; i < uses.size(); ++i)
+        os << (i == 0 ? "" : i + 1 == uses.size() ? " and " : ", ") << uses[i];
+      os << (e.name == "train_step" ? "; the parameters are updated in place"
+                                    : "");
+      os << ".";
+    }
+    if (scalarLoss) {
+      os << "\n * Inputs are borrowed. *loss (may be NULL) receives the loss"
+         << (e.results.size() > 1
+                 ? "; the other results (e.g. the gradient norm) are "
+                   "available through attn_run"
+                 : "")
+         << ". */\n";
+    } else {
+      os << "\n * Inputs are borrowed. "
+         << (e.results.size() == 1
+                 ? "*out receives the result"
+                 : "out[0.." + std::to_string(e.results.size() - 1) +
+                       "] receive the results")
+         << ", owning its data:\n * free with attn_tensor_release(). */\n";
+    }
     os << "static inline int " << n << "_" << e.name << "(" << n << "_ctx *ctx";
     for (const TensorInfo *t : inputs)
       os << ", const attn_tensor *" << t->name;
-    os << ", attn_tensor *out) {\n";
-    if (inputs.empty()) {
-      os << "  return attn_run((attn_ctx *)ctx, \"" << e.name << "\", 0, 0, out, "
-         << e.results.size() << ");\n}\n";
+    os << (scalarLoss ? ", float *loss) {\n" : ", attn_tensor *out) {\n");
+    std::string inputList = "0, 0";
+    if (!inputs.empty()) {
+      os << "  const attn_tensor *inputs[] = {";
+      for (size_t i = 0; i < inputs.size(); ++i)
+        os << (i ? ", " : "") << inputs[i]->name;
+      os << "};\n";
+      inputList = "inputs, " + std::to_string(inputs.size());
+    }
+    if (!scalarLoss) {
+      os << "  return attn_run((attn_ctx *)ctx, \"" << e.name << "\", "
+         << inputList << ", out, " << e.results.size() << ");\n}\n";
       continue;
     }
-    os << "  const attn_tensor *inputs[] = {";
-    for (size_t i = 0; i < inputs.size(); ++i)
-      os << (i ? ", " : "") << inputs[i]->name;
-    os << "};\n  return attn_run((attn_ctx *)ctx, \"" << e.name
-       << "\", inputs, " << inputs.size() << ", out, " << e.results.size()
-       << ");\n}\n";
+    os << "  attn_tensor results[" << e.results.size() << "];\n"
+       << "  int status = attn_run((attn_ctx *)ctx, \"" << e.name << "\", "
+       << inputList << ", results, " << e.results.size() << ");\n"
+       << "  if (status != ATTN_OK)\n    return status;\n"
+       << "  if (loss)\n    *loss = *(const float *)results[0].data;\n"
+       << "  for (int i = 0; i < " << e.results.size() << "; ++i)\n"
+       << "    attn_tensor_release(&results[i]);\n"
+       << "  return ATTN_OK;\n}\n";
   }
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;

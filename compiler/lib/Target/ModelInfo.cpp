@@ -86,6 +86,51 @@ static void collectDimBounds(func::FuncOp func,
   });
 }
 
+/// attn_arg_kind of each ParamBuffer's argument.
+static constexpr int kParamBufferKinds[] = {0, 4, 5, 6};
+/// ATTN_HYPER_COUNT.
+static constexpr int64_t kHyperCount = 7;
+
+/// The training section of `train`, with PyTorch's defaults for any key the
+/// op lacks (MLIRGen spells every key out; hand-written IR may not).
+static TrainInfo describeTrain(TrainOp train) {
+  TrainInfo info;
+  info.lossFn = train.getLoss().str();
+  info.optimizer = static_cast<int>(train.getOptimizer());
+  if (train.getOptimizer() == OptimizerKind::adamw)
+    info.weightDecay = 0.01;
+  DictionaryAttr optimizer = train.getOptimizerArgs();
+  auto number = [](DictionaryAttr dict, llvm::StringRef key, double fallback) {
+    Attribute value = dict.get(key);
+    if (auto f = dyn_cast_or_null<FloatAttr>(value))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast_or_null<IntegerAttr>(value))
+      return static_cast<double>(i.getInt());
+    return fallback;
+  };
+  info.lr = number(optimizer, "lr", info.lr);
+  info.beta1 = number(optimizer, "beta1", info.beta1);
+  info.beta2 = number(optimizer, "beta2", info.beta2);
+  info.eps = number(optimizer, "eps", info.eps);
+  info.weightDecay = number(optimizer, "weight_decay", info.weightDecay);
+  info.schedule = static_cast<int>(train.getSchedule());
+  DictionaryAttr schedule = train.getScheduleArgs();
+  switch (train.getSchedule()) {
+  case ScheduleKind::constant:
+    break;
+  case ScheduleKind::cosine:
+    info.warmup = static_cast<int64_t>(number(schedule, "warmup", 0));
+    info.totalSteps = static_cast<int64_t>(number(schedule, "steps", 0));
+    break;
+  case ScheduleKind::warmup_rsqrt:
+    info.warmup = static_cast<int64_t>(number(schedule, "warmup", 4000));
+    info.dModel = number(schedule, "d_model", 0);
+    break;
+  }
+  info.clipNorm = train.getClipNorm().convertToDouble();
+  return info;
+}
+
 FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
   ModelInfo info;
   if (auto name = module->getAttrOfType<StringAttr>("attn.model"))
@@ -110,30 +155,58 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
   // One cache layout serves every entry point.
   if (failed(computeKVCacheLayout(module, info.kvCacheFloatsPerPosition)))
     return failure();
+  for (TrainOp train : module.getOps<TrainOp>())
+    info.train = describeTrain(train);
 
   for (auto func : module.getOps<func::FuncOp>()) {
     if (!func.isPublic() || func.isExternal())
       continue;
     EntryInfo entry;
     entry.name = func.getSymName().str();
-    TensorInfo params;
-    params.name = "params";
-    params.kind = 0;
-    params.shape = {info.numParamElements};
-    params.dimNames = {""};
-    entry.args.push_back(params);
+    // The buffers `attn-bind-params` adds, in its order.
+    SmallVector<ParamBuffer> buffers = paramBufferArgs(paramBuffersOf(func));
+    for (ParamBuffer buffer : buffers) {
+      TensorInfo params;
+      params.name = paramBufferArgAttr(buffer).drop_front(5).str();
+      params.kind = kParamBufferKinds[static_cast<int>(buffer)];
+      params.shape = {info.numParamElements};
+      params.dimNames = {""};
+      entry.args.push_back(params);
+    }
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       auto name = func.getArgAttrOfType<StringAttr>(i, "attn.name");
-      std::string fallback = "arg" + std::to_string(i);
+      bool hyper = func.getArgAttr(i, "attn.hyper") != nullptr;
+      bool seed = func.getArgAttr(i, "attn.seed") != nullptr;
+      std::string fallback =
+          hyper ? "hyper" : seed ? "seed" : "arg" + std::to_string(i);
+      Type type = func.getArgumentTypes()[i];
       FailureOr<TensorInfo> arg =
-          describe(func.getLoc(), func.getArgumentTypes()[i],
+          describe(func.getLoc(), type,
                    name ? name.getValue() : llvm::StringRef(fallback),
                    func.getArgAttrOfType<ArrayAttr>(i, "attn.dims"));
       if (failed(arg))
         return failure();
+      // The training arguments the runtime provides: their types are the
+      // ABI's.
+      if (hyper) {
+        auto t = cast<RankedTensorType>(type);
+        if (t.getRank() != 1 || t.getDimSize(0) != kHyperCount ||
+            !t.getElementType().isF32())
+          return emitError(func.getLoc())
+                 << "the hyperparameter argument of '" << entry.name
+                 << "' must be tensor<" << kHyperCount << "xf32>, not " << type;
+        arg->kind = 7;
+      } else if (seed) {
+        auto t = cast<RankedTensorType>(type);
+        if (t.getRank() != 0 || !t.getElementType().isInteger(64))
+          return emitError(func.getLoc())
+                 << "the dropout seed argument of '" << entry.name
+                 << "' must be tensor<i64>, not " << type;
+        arg->kind = 8;
+      }
       entry.args.push_back(std::move(*arg));
     }
-    collectDimBounds(func, entry.args, /*firstInput=*/1);
+    collectDimBounds(func, entry.args, /*firstInput=*/buffers.size());
     // The cache arguments `attn-bind-kv-cache` adds after the inputs.
     if (usesKVCache(func)) {
       TensorInfo cache;

@@ -160,6 +160,32 @@ public:
                                  {ptr, i32, ptr, i32, ptr, ptr, i64, i64});
   }
 
+  // attn_train_info { loss_fn, optimizer, lr, beta1, beta2, eps,
+  //                   weight_decay, schedule, warmup, total_steps, d_model,
+  //                   clip_norm }
+  llvm::StructType *trainType() {
+    llvm::Type *f64 = llvm::Type::getDoubleTy(context);
+    return llvm::StructType::get(
+        context, {ptr, i32, f64, f64, f64, f64, f64, i32, i64, i64, f64, f64});
+  }
+  llvm::Constant *train(const TrainInfo &t) {
+    llvm::Type *f64 = llvm::Type::getDoubleTy(context);
+    auto *value = llvm::ConstantStruct::get(
+        trainType(),
+        {string(t.lossFn), llvm::ConstantInt::get(i32, t.optimizer),
+         llvm::ConstantFP::get(f64, t.lr), llvm::ConstantFP::get(f64, t.beta1),
+         llvm::ConstantFP::get(f64, t.beta2), llvm::ConstantFP::get(f64, t.eps),
+         llvm::ConstantFP::get(f64, t.weightDecay),
+         llvm::ConstantInt::get(i32, t.schedule),
+         llvm::ConstantInt::get(i64, t.warmup),
+         llvm::ConstantInt::get(i64, t.totalSteps),
+         llvm::ConstantFP::get(f64, t.dModel),
+         llvm::ConstantFP::get(f64, t.clipNorm)});
+    return new llvm::GlobalVariable(module, trainType(), true,
+                                    llvm::GlobalValue::PrivateLinkage, value,
+                                    ".attn.train");
+  }
+
   // attn_model_info { abi_version, name, target, num_param_elements,
   //                   num_params, params, num_entries, entries,
   //                   kv_cache_floats_per_position, train }
@@ -207,8 +233,8 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
        llvm::ConstantInt::get(b.i32, info.entries.size()),
        b.array(b.entryType(), entries, ".attn.entries"),
        llvm::ConstantInt::get(b.i64, info.kvCacheFloatsPerPosition),
-       // The training section: emitted with the training entry points.
-       llvm::ConstantPointerNull::get(b.ptr)});
+       info.train ? b.train(*info.train)
+                  : llvm::ConstantPointerNull::get(b.ptr)});
   auto *global = new llvm::GlobalVariable(
       module, b.modelType(), true, llvm::GlobalValue::ExternalLinkage, model,
       info.name + "_model_info");

@@ -41,6 +41,25 @@ struct ParamSlot {
 llvm::SmallVector<ParamSlot> computeParamLayout(mlir::ModuleOp module,
                                                 int64_t &numElements);
 
+/// The name of the argument attribute marking the flat buffer `buffer` of
+/// every parameter (`attn.params`, `attn.grads`, `attn.first_moment`,
+/// `attn.second_moment`).
+llvm::StringRef paramBufferArgAttr(ParamBuffer buffer);
+
+/// Which parameter buffers a function reads (`attn.get_param`) and writes
+/// (`attn.set_param`), indexed by `ParamBuffer`. Every function reads the
+/// parameter values.
+struct ParamBufferUse {
+  bool read[4] = {};
+  bool written[4] = {};
+};
+ParamBufferUse paramBuffersOf(mlir::func::FuncOp func);
+
+/// The buffers `attn-bind-params` passes to a function with `use`, in
+/// argument order: the parameter values first, then the gradients, the first
+/// and the second moments, each only when used.
+llvm::SmallVector<ParamBuffer> paramBufferArgs(const ParamBufferUse &use);
+
 /// One slot of the key/value cache: per position and batch row, `heads *
 /// (keyDim + valueDim)` floats starting at `offset` floats per position.
 /// A memory slot (an encoder-decoder's cross-attention keys and values, or

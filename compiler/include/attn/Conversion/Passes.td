@@ -10,15 +10,44 @@
 include "mlir/Pass/PassBase.td"
 
 def AttnBindParams : Pass<"attn-bind-params", "::mlir::ModuleOp"> {
-  let summary = "Reads parameters from one buffer passed to every entry point";
+  let summary = "Reads and writes parameters in flat buffers passed in";
   let description = [{
     Input: a verified attn module. Output: every `func.func` takes a new first
-    argument, `%params: tensor<?xf32>` (arg attribute `attn.params`), the
-    buffer holding every parameter at the offsets of `attn::computeParamLayout`
-    (in declaration order, each 16-element aligned); each `attn.get_param`
-    becomes a slice of it reshaped to the parameter's shape. The `attn.param`
-    and `attn.train` ops stay for the code generator to describe the model;
-    nothing reads them as values any more.
+    argument, `%params` (arg attribute `attn.params`), the buffer holding
+    every parameter at the offsets of `attn::computeParamLayout` (in
+    declaration order, each 16-element aligned), then, when it uses them, the
+    gradient (`attn.grads`), first-moment (`attn.first_moment`) and
+    second-moment (`attn.second_moment`) buffers of the same layout
+    (`attn::paramBufferArgs`). A buffer the function only reads is a
+    `tensor<?xf32>` marked `bufferization.writable = false`; each
+    `attn.get_param` of it becomes a slice reshaped to the parameter's shape.
+    A buffer the function writes is a `memref<?xf32>`, read as one
+    `bufferization.to_tensor restrict writable`; each `attn.set_param`
+    becomes a `tensor.insert_slice` into the buffer's current value, each use
+    of an `attn.get_param` of it a slice of the value current at the use (of
+    the value at the read if the slot was written in between), and the last
+    value is stored back with `bufferization.materialize_in_destination`.
+    Reads and writes of a written buffer must be at the top level of the
+    function. The `attn.param` and `attn.train` ops stay for the code
+    generator to describe the model.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+}
+
+def AttnParamWritesInPlace
+    : Pass<"attn-param-writes-in-place", "::mlir::ModuleOp"> {
+  let summary = "Computes values stored into parameter buffers in place";
+  let description = [{
+    Input: a module on tensors after `attn-bind-params` and
+    `convert-attn-to-linalg`. For each `tensor.insert_slice` into a chain
+    rooted at a writable `bufferization.to_tensor` (a parameter buffer the
+    function writes), the `tensor.empty` that the inserted value's producer
+    computes into (found through reshapes, casts, destination-style ops and
+    `scf.for` inits) is replaced by the slot the insert writes, reshaped to
+    its type. Output: the same values; one-shot bufferisation then computes
+    them directly in the buffer. Upstream `eliminate-empty-tensors` does the
+    same but stops at reshapes.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
@@ -58,8 +87,12 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     contractions, shape ops as `tensor` ops, and `attn.sdpa` as a tiled
     online-softmax loop nest (`scf.for` over query and key tiles) that never
     materialises the `T x S` score matrix and skips key tiles above the
-    causal diagonal. `dropout` is the identity (these are inference entry
-    points). Module-level `attn.param` and `attn.train` ops are left alone.
+    causal diagonal, `attn.sdpa_grad` as the matching tiled backward pass.
+    `dropout` (and attention dropout) with a seed draws abi.h's
+    counter-based mask; without one it is the identity. The gradient ops and
+    the optimizer update become reductions and element-wise generics,
+    `attn.gather_grad` a sequential scatter-add loop (docs/Codegen.md).
+    Module-level `attn.param` and `attn.train` ops are left alone.
     Fails with a diagnostic on an op it cannot lower.
   }];
   let dependentDialects = [

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,13 +40,23 @@ struct ParamInfo {
 
 struct EntryInfo {
   std::string name;
-  std::vector<TensorInfo> args; // the parameter buffer first
+  std::vector<TensorInfo> args; // the parameter buffers first
   std::vector<TensorInfo> results;
   /// Bytes of the activation arena at batch 1 and the model's other bounds,
   /// and per further sequence of the batch; -1 when not known at compile
   /// time (collectArenaSizes).
   int64_t arenaBytes = -1;
   int64_t arenaBytesPerBatch = -1;
+};
+
+/// The `train { }` section (abi.h attn_train_info).
+struct TrainInfo {
+  std::string lossFn;
+  int optimizer = 0; // attn_optimizer_kind
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+  int schedule = 0; // attn_schedule_kind
+  int64_t warmup = 0, totalSteps = 0;
+  double dModel = 0, clipNorm = 0;
 };
 
 struct ModelInfo {
@@ -55,6 +66,8 @@ struct ModelInfo {
   std::vector<ParamInfo> params;
   std::vector<EntryInfo> entries;
   int64_t kvCacheFloatsPerPosition = 0;
+  /// The training section, when the model has one.
+  std::optional<TrainInfo> train;
 };
 
 /// Reads the model description off an attn module (before

@@ -24,6 +24,8 @@ namespace {
 constexpr int64_t kQueryTile = 64;
 constexpr int64_t kKeyTile = 64;
 
+} // namespace
+
 /// A contraction `out[i, j] = sum_k a[map_a] * b[map_b]` over loops
 /// (i, j, k) into a fresh zero tensor of `type` with `sizes`.
 Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs,
@@ -64,6 +66,40 @@ Value tileOf(OpBuilder &b, Location loc, Value tensor, Value batch, Value head,
                                         sizes, strides);
 }
 
+Value applyAttentionDropout(OpBuilder &b, Location loc, Value weights,
+                            Value base, double rate, Value batch, Value head,
+                            Value heads, Value queries, Value keys, Value t0,
+                            Value s0) {
+  auto type = cast<RankedTensorType>(weights.getType());
+  Type element = type.getElementType();
+  // The row-major index in [B, H, T, S] of element (i, j) of the block is
+  // ((b H + h) T + t0 + i) S + s0 + j.
+  Value plane = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, batch, heads), head);
+  Value rowBase = arith::MulIOp::create(b, loc, plane, queries);
+  Value scale = floatConstant(b, loc, element, 1.0 / (1.0 - rate));
+  Value zero = floatConstant(b, loc, element, 0.0);
+  return buildElementwise(
+      b, loc, type, weights, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value t = arith::AddIOp::create(
+            nb, l, arith::AddIOp::create(nb, l, rowBase, t0),
+            linalg::IndexOp::create(nb, l, 0));
+        Value s = arith::AddIOp::create(nb, l, s0,
+                                        linalg::IndexOp::create(nb, l, 1));
+        Value index = arith::AddIOp::create(
+            nb, l, arith::MulIOp::create(nb, l, t, keys), s);
+        Value keep = dropoutKeep(
+            nb, l, base,
+            arith::IndexCastOp::create(nb, l, nb.getI64Type(), index), rate);
+        return arith::SelectOp::create(nb, l, keep,
+                                       arith::MulFOp::create(nb, l, a[0], scale),
+                                       zero)
+            .getResult();
+      });
+}
+
+namespace {
+
 struct SdpaLowering : OpConversionPattern<SdpaOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -102,6 +138,15 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
     Value negInf = floatConstant(b, loc, element,
                                  -std::numeric_limits<double>::infinity());
     Value zeroF = floatConstant(b, loc, element, 0);
+    // Attention dropout (training entry points): the weights that multiply
+    // the values are dropped and rescaled; the softmax's normaliser is not.
+    double rate = op.getDropout().convertToDouble();
+    Value dropoutBase;
+    if (adaptor.getSeed() && rate > 0) {
+      Value seed =
+          tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
+      dropoutBase = dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
+    }
 
     SmallVector<OpFoldResult> outSizes = {batches, heads, queries,
                                           tensor::getMixedSize(b, loc, v, 3)};
@@ -306,8 +351,14 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
                                              a[1])
                                       .getResult();
                                 });
-                            // acc = acc * correction + p @ v
-                            Value pv = contract(b, loc, p, vTile, map({d0, d2}),
+                            // acc = acc * correction + dropout(p) @ v
+                            Value pDropped = p;
+                            if (dropoutBase)
+                              pDropped = applyAttentionDropout(
+                                  b, loc, p, dropoutBase, rate, batch, head,
+                                  heads, queries, keys, t0, s0);
+                            Value pv = contract(b, loc, pDropped, vTile,
+                                                map({d0, d2}),
                                                 map({d2, d1}), accType,
                                                 {rows, valueDim});
                             Value accNext =

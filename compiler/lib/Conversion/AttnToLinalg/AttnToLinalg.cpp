@@ -22,6 +22,10 @@ void populateAttnToLinalgPatterns(RewritePatternSet &patterns) {
   populateNormalizationPatterns(patterns);
   populateAttentionPatterns(patterns);
   populateLossPatterns(patterns);
+  populateDropoutPatterns(patterns);
+  populateGradientPatterns(patterns);
+  populateOptimizerPatterns(patterns);
+  populateAttentionBackwardPatterns(patterns);
 }
 
 namespace {

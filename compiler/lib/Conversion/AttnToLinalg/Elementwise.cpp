@@ -1,7 +1,7 @@
 //===- Elementwise.cpp - Lowering element-wise attn ops -------------------===//
 //
-// Unary functions, broadcasting arithmetic, comparisons, selects, casts and
-// inference-time dropout, each as one element-wise `linalg.generic`.
+// Unary functions, broadcasting arithmetic, comparisons, selects and casts,
+// each as one element-wise `linalg.generic` (dropout is in Dropout.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -193,18 +193,6 @@ struct CastLowering : OpConversionPattern<CastOp> {
   }
 };
 
-/// Inference entry points run dropout as the identity.
-struct DropoutLowering : OpConversionPattern<DropoutOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, adaptor.getInput());
-    return success();
-  }
-};
-
 } // namespace
 
 void populateElementwisePatterns(RewritePatternSet &patterns) {
@@ -218,7 +206,7 @@ void populateElementwisePatterns(RewritePatternSet &patterns) {
                BinaryLowering<SubOp, arith::SubFOp>,
                BinaryLowering<MulOp, arith::MulFOp>,
                BinaryLowering<DivOp, arith::DivFOp>, CompareLowering,
-               SelectLowering, CastLowering, DropoutLowering>(context);
+               SelectLowering, CastLowering>(context);
 }
 
 } // namespace attn

@@ -31,8 +31,10 @@ struct AttnFinalizeEntryPointsPass
       // The argument descriptions (names, symbolic dims) are in the
       // metadata now; LLVM has no use for them.
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        for (llvm::StringRef name : {"attn.params", "attn.dims", "attn.name",
-                                     "attn.kv_cache", "attn.kv_state"})
+        for (llvm::StringRef name :
+             {"attn.params", "attn.grads", "attn.first_moment",
+              "attn.second_moment", "attn.hyper", "attn.seed", "attn.dims",
+              "attn.name", "attn.kv_cache", "attn.kv_state"})
           func.removeArgAttr(i, name);
       if (func.isPublic() && !func.isExternal())
         func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), unit);

@@ -92,6 +92,50 @@ mlir::Value reduceSum(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 mlir::Value shiftedExp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                        mlir::Value max, int64_t axis);
 
+/// The derivative f'(x) of an activation at a scalar.
+mlir::Value applyActivationDerivative(mlir::OpBuilder &b, mlir::Location loc,
+                                      Activation activation, mlir::Value x);
+
+/// Dropout's counter-based random stream (runtime/include/attn/abi.h,
+/// attn_dropout_bits): the loop-invariant part `seed + 0x9E37...15 * (stream
+/// + 1)` of the hashed counter, from the i64 `seed`.
+mlir::Value dropoutStreamBase(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value seed, int64_t stream);
+
+/// Whether dropout at `rate` keeps the element numbered `index` (an i64, the
+/// row-major index) of the stream whose base `dropoutStreamBase` gave:
+/// `splitmix64(base + 0xD1B5...03 * index) >> 40 >= (uint64)(rate * 2^24)`,
+/// in wrapping i64 arithmetic (an i1).
+mlir::Value dropoutKeep(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value base, mlir::Value index, double rate);
+
+/// The row-major index, as an i64, of the current iteration of a
+/// `linalg.generic` body over a loop nest of `sizes` (index values).
+mlir::Value linearIndexInBody(mlir::OpBuilder &b, mlir::Location loc,
+                              llvm::ArrayRef<mlir::Value> sizes);
+
+/// Attention's flash loop nests (Attention.cpp), shared with the backward.
+/// `out[i, j] = sum_k lhs[lhsMap] * rhs[rhsMap]` over loops (i, j, k) into a
+/// fresh zero tensor of `type` and `sizes`.
+mlir::Value contract(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
+                     mlir::Value rhs, mlir::AffineMap lhsMap,
+                     mlir::AffineMap rhsMap, mlir::RankedTensorType type,
+                     llvm::ArrayRef<mlir::OpFoldResult> sizes);
+
+/// The [rows, C] slice at (batch, head, row0, 0) of a [B, H, R, C] tensor.
+mlir::Value tileOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value tensor,
+                   mlir::Value batch, mlir::Value head, mlir::Value row0,
+                   mlir::Value rows);
+
+/// Attention dropout of a [rows, cols] block of weights at query t0 and key
+/// s0 of (batch, head): the stream indexed over [B, H, T, S].
+mlir::Value applyAttentionDropout(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Value weights, mlir::Value base,
+                                  double rate, mlir::Value batch,
+                                  mlir::Value head, mlir::Value heads,
+                                  mlir::Value queries, mlir::Value keys,
+                                  mlir::Value t0, mlir::Value s0);
+
 /// Patterns of each op family.
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
@@ -99,6 +143,10 @@ void populateContractionPatterns(mlir::RewritePatternSet &patterns);
 void populateNormalizationPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
 void populateLossPatterns(mlir::RewritePatternSet &patterns);
+void populateDropoutPatterns(mlir::RewritePatternSet &patterns);
+void populateGradientPatterns(mlir::RewritePatternSet &patterns);
+void populateOptimizerPatterns(mlir::RewritePatternSet &patterns);
+void populateAttentionBackwardPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace attn
 

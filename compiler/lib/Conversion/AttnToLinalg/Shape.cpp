@@ -54,7 +54,22 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
     for (OpFoldResult size :
          sizesFrom(rewriter, type, adaptor.getDynamicSizes()))
       shape.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, size));
-    Value shapeTensor = tensor::FromElementsOp::create(rewriter, loc, shape);
+    // A static shape is a collapse or an expansion into all or from no
+    // dims (the only reassociation with a rank-0 side).
+    auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
+    if (inputType.hasStaticShape() && type.hasStaticShape() &&
+        (type.getRank() == 0 || inputType.getRank() == 0)) {
+      if (type.getRank() == 0)
+        rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+            op, type, adaptor.getInput(), ArrayRef<ReassociationIndices>{});
+      else
+        rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+            op, type, adaptor.getInput(), ArrayRef<ReassociationIndices>{});
+      return success();
+    }
+    Value shapeTensor = tensor::FromElementsOp::create(
+        rewriter, loc, RankedTensorType::get({type.getRank()}, rewriter.getIndexType()),
+        shape);
     rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, type, adaptor.getInput(),
                                                    shapeTensor);
     return success();

@@ -1,0 +1,71 @@
+// RUN: attnc-opt %s --convert-attn-to-linalg \
+// RUN:   | FileCheck %s --implicit-check-not=256x256 --implicit-check-not=attn.sdpa_grad
+// RUN: attnc-opt %s --attn-opt-to-loops \
+// RUN:   | FileCheck %s --check-prefix=LOOPS --implicit-check-not=256x256
+
+// attn.sdpa_grad becomes a flash-attention backward loop nest: per batch and
+// head, a first pass over query tiles (with an online pass over key tiles)
+// computes each query's logsumexp and delta = rowsum(dO * O); a second pass
+// runs over key tiles outside and query tiles inside, recomputing the
+// scores of one 64 x 64 block at a time. For T = S = 256 nothing of
+// 256 x 256 exists, on tensors or after bufferisation.
+
+// Tests the loop nest, the causal bounds of both passes and the
+// accumulations.
+// CHECK-LABEL: func.func @causal
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[QT:.*]] = arith.constant 64 : index
+// The gradient of q accumulates over key tiles: it starts at zero.
+// CHECK: %[[DQ0:.*]] = linalg.fill {{.*}} -> tensor<2x4x256x16xf32>
+// CHECK: scf.for %[[B:[^ ]*]] = {{.*}} iter_args(%{{.*}} = %[[DQ0]],
+// CHECK: scf.for %[[H:[^ ]*]] =
+// Pass 1: per query tile, an online max / sum over the visible key tiles.
+// CHECK: %[[STATS:.*]]:2 = scf.for %[[T0:.*]] = %[[C0]] to %{{.*}} step %[[QT]]
+// CHECK: arith.maxsi
+// CHECK-NEXT: %[[KEND:.*]] = arith.minsi
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[KEND]] step
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[T0]]] [%{{.*}}] [1] : tensor<?xf32> into tensor<?xf32>
+// Pass 2: key tiles outside; causal query tiles start at the tile of the
+// first query that sees key s0, floor((s0 - (S - T)) / 64) * 64.
+// CHECK: scf.for %[[S0:.*]] = %[[C0]] to %{{.*}} step
+// CHECK: %[[FIRST0:.*]] = arith.subi %[[S0]], %{{.*}} : index
+// CHECK: %[[FIRST:.*]] = arith.maxsi %[[FIRST0]], %[[C0]] : index
+// CHECK: %[[DIV:.*]] = arith.divui %[[FIRST]], %[[QT]] : index
+// CHECK: %[[START:.*]] = arith.muli %[[DIV]], %[[QT]] : index
+// CHECK: scf.for %[[Q0:.*]] = %[[START]] to %{{.*}} step %[[QT]] iter_args(%[[DK:.*]] = %{{.*}}, %[[DV:.*]] = %{{.*}}, %[[DQ:.*]] = %{{.*}}) -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<2x4x256x16xf32>)
+// P = exp(scale s - L), 0 where masked:
+// CHECK: math.exp
+// CHECK: arith.select
+// dV += P^T dO accumulates into the tile's accumulator:
+// CHECK: linalg.generic {{.*}} outs(%[[DV]] : tensor<?x16xf32>)
+// CHECK: linalg.generic {{.*}} outs(%[[DK]] : tensor<?x16xf32>)
+// dQ[tile] += dS k, read and written back in the full gradient:
+// CHECK: %[[DQT:.*]] = tensor.extract_slice %[[DQ]][%[[B]], %[[H]], %[[Q0]], 0]
+// CHECK: %[[DQS:.*]] = linalg.generic {{.*}} outs(%[[DQT]] : tensor<?x16xf32>)
+// CHECK: tensor.insert_slice %[[DQS]] into %[[DQ]][%[[B]], %[[H]], %[[Q0]], 0]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[H]], %[[S0]], 0]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[H]], %[[S0]], 0]
+
+// After bufferisation the blocks are at most 64 x 64 (dynamic) buffers and
+// nothing 256 x 256 is allocated.
+// LOOPS-LABEL: func.func @causal
+// LOOPS: scf.for
+func.func @causal(%q: tensor<2x4x256x16xf32>, %k: tensor<2x4x256x16xf32>, %v: tensor<2x4x256x16xf32>, %o: tensor<2x4x256x16xf32>, %do: tensor<2x4x256x16xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>) {
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do mask causal : (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>)
+  return %dq, %dk, %dv : tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>
+}
+
+// Tests that attention dropout in the backward recomputes the forward's
+// mask from the seed and stream (the index multiplier of abi.h) on the
+// weights and on the adjoint of the dropped weights, and that key padding
+// is read per (batch, key).
+// CHECK-LABEL: func.func @dropout_padding
+// CHECK: %[[SEED:.*]] = tensor.extract %{{.*}}[] : tensor<i64>
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x?xi1>
+// CHECK-COUNT-2: arith.muli %{{.*}}, %c-3335678366873096957_i64
+func.func @dropout_padding(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>, %o: tensor<?x4x?x16xf32>, %do: tensor<?x4x?x16xf32>, %pad: tensor<?x?xi1>, %seed: tensor<i64>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do key_padding %pad dropout 1.000000e-01 seed %seed stream 2 : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?xi1>, tensor<i64>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>)
+  return %dq, %dk, %dv : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+}
