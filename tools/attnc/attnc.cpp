@@ -49,14 +49,20 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: "
                                     cl::value_desc("file"), cl::init(""));
 cl::opt<std::string>
     stageOption("stage", cl::desc("Stage to print with `emit`: tokens, ast, "
-                                  "params, attn, attn-opt, loops, "
-                                  "llvm-mlir, llvm, asm"),
+                                  "params, attn, attn-opt, attn-grad, "
+                                  "loops, llvm-mlir, llvm, asm"),
                 cl::value_desc("stage"), cl::init("attn-opt"));
 cl::opt<std::string> targetOption("target",
                                   cl::desc("Target CPU: host (default), "
                                            "x86-64-v3 (AVX2), x86-64-v4 "
                                            "(AVX-512)"),
                                   cl::value_desc("target"), cl::init("host"));
+cl::opt<bool> trainingOption(
+    "training",
+    cl::desc("Derive the training entry points (<loss>_grad, train_step) in "
+             "the lowering pipeline (the attn-grad stage; `emit --stage "
+             "attn-grad` runs it regardless)"),
+    cl::init(false));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
                            cl::Prefix, cl::init(3));
 cl::opt<std::string> headerFilename("header",
@@ -70,7 +76,8 @@ const char *kOverview = R"(attnc: ahead-of-time compiler for Transformer models
 Commands:
   attnc check   MODEL.tfm                   parse and verify; prints diagnostics
   attnc emit    MODEL.tfm --stage S [-o F]  print one stage of the pipeline:
-                tokens, ast, params, attn, attn-opt, loops, llvm-mlir, llvm, asm
+                tokens, ast, params, attn, attn-opt, attn-grad, loops,
+                llvm-mlir, llvm, asm
   attnc compile MODEL.tfm -o NAME.o         object file + C header
   attnc build   MODEL.tfm -o NAME           standalone executable
   (an .mlir file of attn IR is accepted instead of a .tfm model)
@@ -98,9 +105,10 @@ int writeOutput(llvm::StringRef path, llvm::StringRef text) {
   return kSuccess;
 }
 
-/// Runs the pipeline from the attn stage up to `stage` on `module`.
+/// Runs the pipeline from the attn stage up to `stage` on `module`. The
+/// attn-grad stage runs with --training, or when it is the stage emitted.
 LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
-                          MLIRContext &context) {
+                          MLIRContext &context, bool emitting = false) {
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
@@ -110,6 +118,8 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
   pm.enableTiming(timingScope);
   attn::PipelineOptions options{to};
   options.target = targetOption;
+  options.training =
+      trainingOption || (emitting && to == attn::Stage::AttnGrad);
   attn::buildAttnPipeline(pm, options, from);
   return pm.run(module);
 }
@@ -126,7 +136,7 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
                                           llvm::LLVMContext &llvmContext,
                                           const attn::CodegenOptions &options,
                                           attn::ModelInfo &info) {
-  if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnOpt,
+  if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnGrad,
                          context)))
     return nullptr;
   FailureOr<attn::ModelInfo> collected = attn::collectModelInfo(module);
@@ -134,7 +144,7 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
     return nullptr;
   info = std::move(*collected);
   info.target = options.target;
-  if (failed(runPipeline(module, attn::Stage::AttnOpt, attn::Stage::LLVMMLIR,
+  if (failed(runPipeline(module, attn::Stage::AttnGrad, attn::Stage::LLVMMLIR,
                          context)))
     return nullptr;
   return attn::translateToLLVMIR(module, info, options, llvmContext);
@@ -166,7 +176,8 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
   options.target = targetOption;
   options.optLevel = optLevel;
   if (command == "emit" && stage <= attn::Stage::LLVMMLIR) {
-    if (failed(runPipeline(module, attn::Stage::Attn, stage, context)))
+    if (failed(runPipeline(module, attn::Stage::Attn, stage, context,
+                           /*emitting=*/true)))
       return kInputError;
     return writeOutput(outputFilename, printModule(module));
   }

@@ -24,6 +24,7 @@ enum class Stage {
   Params,
   Attn,
   AttnOpt,
+  AttnGrad,
   Loops,
   LLVMMLIR,
   LLVMIR,
@@ -48,6 +49,10 @@ struct PipelineOptions {
   /// The code generation target (`attnc --target`): sets the vector width
   /// that tile sizes follow.
   std::string target = "host";
+  /// Whether the `attn-grad` stage runs the autodiff pass (which derives
+  /// `<loss>_grad` and `train_step`); off by default until the gradient ops
+  /// lower (`attnc --training`; `attnc emit --stage attn-grad` sets it).
+  bool training = false;
 };
 
 /// Adds to `pm` the passes that take a module in stage `from` (by default a
