@@ -1,10 +1,13 @@
 """Checks the gradients the autodiff pass builds against finite differences.
 
   gradcheck.py ATTN_REF MODULE.mlir [MODULE2.mlir ...] --work PREFIX
+               [--autodiff ATTNC_OPT]
                [--fn NAME] [--sizes B=2,T=5] [--ids N] [--ids NAME=N ...]
                [--zero-tail NAME=K ...] [--seed S] [--sample K] [--tol T]
+               [--fd-step H]
 
-Each MODULE holds the output of `attn-autodiff` (a `<loss>_grad` function).
+Each MODULE holds the output of `attn-autodiff` (a `<loss>_grad` function),
+or is given to `ATTNC_OPT --attn-autodiff` first with --autodiff ATTNC_OPT.
 The script gives every parameter random double-precision values, every
 integer argument random ids in [0, N), every float argument random values,
 runs `<loss>_grad` in attn-ref (the gradients its `attn.set_param grad`
@@ -97,6 +100,12 @@ def key_values(items, convert):
 
 
 def check(module_path, args, rng):
+    if args.autodiff:
+        differentiated = args.work + "." + os.path.basename(module_path) + \
+            ".grad.mlir"
+        subprocess.run([args.autodiff, "--attn-autodiff", module_path, "-o",
+                        differentiated], check=True)
+        module_path = differentiated
     module = open(module_path).read()
     fn = args.fn
     if not fn:
@@ -151,7 +160,10 @@ def check(module_path, args, rng):
             mask[rng.choice(grad.size, args.sample, replace=False)] = 1
         masks[name] = mask.reshape(grad.shape)
     write_safetensors(work + ".mask.safetensors", masks)
-    subprocess.run(command + ["--fd-grad", "--fd-mask",
+    if args.fd_seed is not None:
+        command[command.index("--seed") + 1] = str(args.fd_seed)
+    subprocess.run(command + ["--fd-grad", "--fd-step", args.fd_step,
+                              "--fd-mask",
                               work + ".mask.safetensors", "--f64", "-o",
                               work + ".fd.safetensors"], check=True)
     fd = read_safetensors(work + ".fd.safetensors")
@@ -181,6 +193,7 @@ def main():
     parser.add_argument("modules", nargs="+")
     parser.add_argument("--work", required=True)
     parser.add_argument("--fn")
+    parser.add_argument("--autodiff", metavar="ATTNC_OPT")
     parser.add_argument("--sizes", action="append", default=[])
     parser.add_argument("--ids", action="append", default=[])
     parser.add_argument("--zero-tail", action="append", default=[])
@@ -188,6 +201,10 @@ def main():
     parser.add_argument("--sample", type=int, default=3)
     parser.add_argument("--all-below", type=int, default=64)
     parser.add_argument("--tol", type=float, default=1e-6)
+    parser.add_argument("--fd-step", default="1e-5")
+    # Only to show that the check fails: finite differences with a dropout
+    # seed other than the gradients'.
+    parser.add_argument("--fd-seed", type=int)
     args = parser.parse_args()
     rng = np.random.default_rng(1234)
     results = [check(m, args, rng) for m in args.modules]

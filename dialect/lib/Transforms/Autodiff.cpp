@@ -433,7 +433,11 @@ LogicalResult buildTrainStep(ModuleOp module, TrainOp train,
     Location paramLoc = param.getLoc();
     StringRef name = param.getSymName();
     RankedTensorType type = param.getTensorType();
-    Value clipped = MulOp::create(b, paramLoc, grad, scale);
+    Value paramScale = scale;
+    if (type.getElementType() != f32.getElementType())
+      paramScale = CastOp::create(
+          b, paramLoc, RankedTensorType::get({}, type.getElementType()), scale);
+    Value clipped = MulOp::create(b, paramLoc, grad, paramScale);
     // Every read of a buffer precedes the write of that buffer.
     Value value =
         GetParamOp::create(b, paramLoc, type, name, ParamBuffer::value);

@@ -301,7 +301,7 @@ def Attn_CastOp : Attn_Op<"cast", [Pure, Attn_Grad]> {
 }
 
 def Attn_DropoutOp : Attn_Op<"dropout",
-    [Pure, AllTypesMatch<["input", "result"]>, Attn_Grad]> {
+    [AllTypesMatch<["input", "result"]>, Attn_Grad]> {
   let summary = "Inverted dropout in training, the identity elsewhere";
   let description = [{
     With a `seed` (the training entry points' ATTN_ARG_SEED), zeroes each
