@@ -286,6 +286,8 @@ OwningOpRef<ModuleOp> loadModel(llvm::SourceMgr &sourceMgr,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // Pass names, for --mlir-print-ir-after=PASS and friends.
+  attn::registerAllPasses();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
