@@ -98,8 +98,9 @@ llvm::cl::opt<std::string> hyper(
 llvm::cl::opt<std::string> moments(
     "moments",
     llvm::cl::desc("Adam's moments before the call (safetensors with "
-                   "optim.m.NAME and optim.v.NAME, as in a checkpoint; "
-                   "absent ones are zero)"),
+                   "optim.m.NAME and optim.v.NAME, as in a checkpoint, whose "
+                   "weights and optim.step are ignored; absent moments are "
+                   "zero)"),
     llvm::cl::value_desc("file"), llvm::cl::cat(category));
 llvm::cl::opt<std::string> gradsOut(
     "grads-out",
@@ -306,7 +307,8 @@ int main(int argc, char **argv) {
     for (auto &[name, tensor] : *tensors) {
       llvm::StringRef param = name;
       ParamBufferKind buffer = ParamBufferKind::FirstMoment;
-      if (param == "optim.step")
+      // A checkpoint's weights and step count are not moments.
+      if (param == "optim.step" || evaluator.declaresParameter(param))
         continue;
       if (!param.consume_front("optim.m.")) {
         buffer = ParamBufferKind::SecondMoment;
