@@ -58,7 +58,8 @@ public:
   Value scalar(Type elementType, double value) {
     auto type = RankedTensorType::get({}, elementType);
     return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+        b, loc,
+        DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
   }
 
   /// A tensor of `type` filled with `value`; `sizes` gives its dynamic
@@ -107,8 +108,7 @@ public:
 
   /// `value` broadcast to the shape of `like`.
   Value broadcastLike(Value value, Value like) {
-    RankedTensorType type =
-        typeOf(like).clone(typeOf(value).getElementType());
+    RankedTensorType type = typeOf(like).clone(typeOf(value).getElementType());
     return BroadcastOp::create(b, loc, type, value, dynamicSizes(like));
   }
 
@@ -207,8 +207,8 @@ void resetGrads(Operation *op, SmallVectorImpl<Value> &operandGrads) {
 }
 
 /// The rule of an element-wise activation: activation_grad of the input.
-LogicalResult activationRule(Operation *op, Activation activation,
-                             OpBuilder &b, ValueRange resultGrads,
+LogicalResult activationRule(Operation *op, Activation activation, OpBuilder &b,
+                             ValueRange resultGrads,
                              SmallVectorImpl<Value> &operandGrads) {
   resetGrads(op, operandGrads);
   operandGrads[0] = ActivationGradOp::create(b, op->getLoc(), activation,
@@ -331,9 +331,8 @@ LogicalResult SelectOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   Value zero = g.scalar(typeOf(dy).getElementType(), 0.0);
   operandGrads[1] = g.sumToShape(
       SelectOp::create(b, getLoc(), getCondition(), dy, zero), getTrueValue());
-  operandGrads[2] =
-      g.sumToShape(SelectOp::create(b, getLoc(), getCondition(), zero, dy),
-                   getFalseValue());
+  operandGrads[2] = g.sumToShape(
+      SelectOp::create(b, getLoc(), getCondition(), zero, dy), getFalseValue());
   return success();
 }
 
@@ -343,8 +342,8 @@ LogicalResult CastOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   // are not differentiable.
   resetGrads(*this, operandGrads);
   if (isFloatTensor(getInput()) && isFloatTensor(getResult()))
-    operandGrads[0] = CastOp::create(b, getLoc(), getInput().getType(),
-                                     resultGrads[0]);
+    operandGrads[0] =
+        CastOp::create(b, getLoc(), getInput().getType(), resultGrads[0]);
   return success();
 }
 
@@ -372,9 +371,9 @@ LogicalResult ReshapeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   GradBuilder g(b, getLoc());
   resetGrads(*this, operandGrads);
   if (isFloatTensor(getInput()))
-    operandGrads[0] = ReshapeOp::create(b, getLoc(), getInput().getType(),
-                                        resultGrads[0],
-                                        g.dynamicSizes(getInput()));
+    operandGrads[0] =
+        ReshapeOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
+                          g.dynamicSizes(getInput()));
   return success();
 }
 
@@ -393,17 +392,19 @@ LogicalResult TransposeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
-LogicalResult SplitHeadsOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
-                                          SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+SplitHeadsOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(b, getLoc());
   resetGrads(*this, operandGrads);
-  operandGrads[0] = g.coerce(
-      MergeHeadsOp::create(b, getLoc(), resultGrads[0]), getInput());
+  operandGrads[0] =
+      g.coerce(MergeHeadsOp::create(b, getLoc(), resultGrads[0]), getInput());
   return success();
 }
 
-LogicalResult MergeHeadsOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
-                                          SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+MergeHeadsOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(b, getLoc());
   resetGrads(*this, operandGrads);
   int64_t heads = typeOf(getInput()).getDimSize(1);
@@ -429,10 +430,10 @@ LogicalResult ConcatOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
     if (ShapedType::isDynamic(length))
       return emitOpError() << "cannot be differentiated: input #" << index
                            << " has a dynamic size along axis " << axis;
-    operandGrads[index] = g.coerce(
-        SliceOp::create(b, getLoc(), resultGrads[0], axis, offset,
-                        offset + length),
-        input);
+    operandGrads[index] =
+        g.coerce(SliceOp::create(b, getLoc(), resultGrads[0], axis, offset,
+                                 offset + length),
+                 input);
     offset += length;
   }
   return success();
@@ -452,15 +453,15 @@ LogicalResult SliceOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   Value afterValue;
   int64_t after = 0;
   if (ShapedType::isDynamic(length)) {
-    afterValue = arith::SubIOp::create(
-        b, getLoc(), g.size(getInput(), axis),
-        arith::ConstantIndexOp::create(b, getLoc(), end));
+    afterValue =
+        arith::SubIOp::create(b, getLoc(), g.size(getInput(), axis),
+                              arith::ConstantIndexOp::create(b, getLoc(), end));
   } else {
     after = length - end;
   }
-  operandGrads[0] = g.coerce(
-      g.pad(resultGrads[0], axis, start, Value(), after, afterValue),
-      getInput());
+  operandGrads[0] =
+      g.coerce(g.pad(resultGrads[0], axis, start, Value(), after, afterValue),
+               getInput());
   return success();
 }
 
@@ -477,8 +478,8 @@ LogicalResult TakeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   Value padded;
   if (!ShapedType::isDynamic(length)) {
     int64_t position = index < 0 ? index + length : index;
-    padded = g.pad(slot, axis, position, Value(), length - position - 1,
-                   Value());
+    padded =
+        g.pad(slot, axis, position, Value(), length - position - 1, Value());
   } else if (index < 0) {
     // Counted from the end: the zeros after it are static.
     Value before = arith::SubIOp::create(
@@ -519,8 +520,9 @@ LogicalResult PositionsOp::buildGradient(OpBuilder &, ValueRange,
   return success();
 }
 
-LogicalResult SinusoidalOp::buildGradient(OpBuilder &, ValueRange,
-                                          SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+SinusoidalOp::buildGradient(OpBuilder &, ValueRange,
+                            SmallVectorImpl<Value> &operandGrads) {
   // A constant table of the sizes: nothing to differentiate.
   resetGrads(*this, operandGrads);
   return success();
@@ -541,9 +543,8 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   operandGrads[0] = g.sumToShape(
       MatmulOp::create(b, getLoc(), dy, g.transposeLast(rhs)), lhs);
   if (typeOf(rhs).getRank() == 2 && typeOf(lhs).getRank() > 2) {
-    Value product = MatmulOp::create(b, getLoc(),
-                                     g.transposeLast(g.flatten(lhs)),
-                                     g.flatten(dy));
+    Value product = MatmulOp::create(
+        b, getLoc(), g.transposeLast(g.flatten(lhs)), g.flatten(dy));
     operandGrads[1] = g.coerce(product, rhs);
     return success();
   }
@@ -564,19 +565,19 @@ LogicalResult LinearOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   if (getActivation() != Activation::none) {
     Value z = LinearOp::create(b, getLoc(), getInput(), getWeight(), getBias(),
                                Value(), Activation::none);
-    dz = ActivationGradOp::create(b, getLoc(), getActivation(), z, g.coerce(dy, z));
+    dz = ActivationGradOp::create(b, getLoc(), getActivation(), z,
+                                  g.coerce(dy, z));
   }
   operandGrads[0] =
       g.coerce(MatmulOp::create(b, getLoc(), dz, getWeight()), getInput());
   Value rows = g.flatten(dz);
-  operandGrads[1] = g.coerce(
-      MatmulOp::create(b, getLoc(), g.transposeLast(rows),
-                       g.flatten(getInput())),
-      getWeight());
+  operandGrads[1] =
+      g.coerce(MatmulOp::create(b, getLoc(), g.transposeLast(rows),
+                                g.flatten(getInput())),
+               getWeight());
   unsigned next = 2;
   if (Value bias = getBias())
-    operandGrads[next++] =
-        g.coerce(g.reduce(ReduceKind::sum, rows, 0), bias);
+    operandGrads[next++] = g.coerce(g.reduce(ReduceKind::sum, rows, 0), bias);
   if (Value residual = getResidual())
     operandGrads[next] = g.sumToShape(dy, residual);
   return success();
@@ -633,8 +634,8 @@ LogicalResult ReduceOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                  inputRank - maskRank);
   Value zero = g.scalar(elementType, 0.0);
   Value empty = CompareOp::create(b, getLoc(), CompareKind::eq, count, zero);
-  Value safeCount = SelectOp::create(b, getLoc(), empty,
-                                     g.scalar(elementType, 1.0), count);
+  Value safeCount =
+      SelectOp::create(b, getLoc(), empty, g.scalar(elementType, 1.0), count);
   Value scaled = DivOp::create(b, getLoc(), dy, safeCount);
   Value spread = g.broadcastLike(g.insertUnitDim(scaled, axis), input);
   Value kept = MulOp::create(b, getLoc(), spread,
@@ -651,8 +652,9 @@ LogicalResult SoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
-LogicalResult LogSoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
-                                          SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+LogSoftmaxOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
   resetGrads(*this, operandGrads);
   operandGrads[0] = LogSoftmaxGradOp::create(b, getLoc(), getResult(),
                                              resultGrads[0], getAxis());
@@ -676,9 +678,9 @@ LogicalResult LayerNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   GradBuilder g(b, getLoc());
   resetGrads(*this, operandGrads);
   Value input = normInput(b, getLoc(), getInput(), getResidual());
-  auto grad = LayerNormGradOp::create(b, getLoc(), input, getWeight(),
-                                      g.coerce(resultGrads[0], input),
-                                      getEpsAttr());
+  auto grad =
+      LayerNormGradOp::create(b, getLoc(), input, getWeight(),
+                              g.coerce(resultGrads[0], input), getEpsAttr());
   operandGrads[0] = g.sumToShape(grad.getGradInput(), getInput());
   operandGrads[1] = g.coerce(grad.getGradWeight(), getWeight());
   operandGrads[2] = g.coerce(grad.getGradBias(), getBias());
@@ -692,9 +694,9 @@ LogicalResult RmsNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   GradBuilder g(b, getLoc());
   resetGrads(*this, operandGrads);
   Value input = normInput(b, getLoc(), getInput(), getResidual());
-  auto grad = RmsNormGradOp::create(b, getLoc(), input, getWeight(),
-                                    g.coerce(resultGrads[0], input),
-                                    getEpsAttr());
+  auto grad =
+      RmsNormGradOp::create(b, getLoc(), input, getWeight(),
+                            g.coerce(resultGrads[0], input), getEpsAttr());
   operandGrads[0] = g.sumToShape(grad.getGradInput(), getInput());
   operandGrads[1] = g.coerce(grad.getGradWeight(), getWeight());
   if (Value residual = getResidual())
@@ -712,19 +714,19 @@ LogicalResult SdpaOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
   // the same attention-dropout mask is redrawn).
   GradBuilder g(b, getLoc());
   resetGrads(*this, operandGrads);
-  auto grad = SdpaGradOp::create(
-      b, getLoc(), getQuery(), getKey(), getValue(), getResult(),
-      resultGrads[0], getKeyPadding(), getSeed(), getMaskAttr(),
-      getScaleAttr(), getDropoutAttr(), getStreamAttr());
+  auto grad = SdpaGradOp::create(b, getLoc(), getQuery(), getKey(), getValue(),
+                                 getResult(), resultGrads[0], getKeyPadding(),
+                                 getSeed(), getMaskAttr(), getScaleAttr(),
+                                 getDropoutAttr(), getStreamAttr());
   operandGrads[0] = g.coerce(grad.getGradQuery(), getQuery());
   operandGrads[1] = g.coerce(grad.getGradKey(), getKey());
   operandGrads[2] = g.coerce(grad.getGradValue(), getValue());
   return success();
 }
 
-LogicalResult CrossEntropyOp::buildGradient(OpBuilder &b,
-                                            ValueRange resultGrads,
-                                            SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(b, getLoc());
   resetGrads(*this, operandGrads);
   Value grad = CrossEntropyGradOp::create(

@@ -75,8 +75,8 @@ LogicalResult Inliner::inlineBody(OpBuilder &b, func::FuncOp callee,
                                   SmallVectorImpl<Value> &results,
                                   unsigned depth) {
   if (depth > kMaxInlineDepth)
-    return callee.emitError() << "calls nest deeper than " << kMaxInlineDepth
-                              << " in the loss";
+    return callee.emitError()
+           << "calls nest deeper than " << kMaxInlineDepth << " in the loss";
   if (!callee.getBody().hasOneBlock())
     return callee.emitError() << "cannot be differentiated: it has "
                               << "control flow";
@@ -129,11 +129,11 @@ void seedDropout(OpBuilder &b, ArrayRef<Operation *> ops, Value seed) {
       if (sdpa.getSeed() || sdpa.getDropout().isZero())
         continue;
       b.setInsertionPoint(sdpa);
-      auto seeded = SdpaOp::create(
-          b, sdpa.getLoc(), sdpa.getType(), sdpa.getQuery(), sdpa.getKey(),
-          sdpa.getValue(), sdpa.getKeyPadding(), seed, sdpa.getMaskAttr(),
-          sdpa.getScaleAttr(), sdpa.getDropoutAttr(),
-          b.getI64IntegerAttr(stream++));
+      auto seeded =
+          SdpaOp::create(b, sdpa.getLoc(), sdpa.getType(), sdpa.getQuery(),
+                         sdpa.getKey(), sdpa.getValue(), sdpa.getKeyPadding(),
+                         seed, sdpa.getMaskAttr(), sdpa.getScaleAttr(),
+                         sdpa.getDropoutAttr(), b.getI64IntegerAttr(stream++));
       sdpa.replaceAllUsesWith(seeded.getResult());
       sdpa.erase();
     }
@@ -212,9 +212,8 @@ FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
   b.setInsertionPointToEnd(&block);
   Inliner inliner(module);
   SmallVector<Value> results;
-  if (failed(inliner.inlineBody(b, *loss,
-                                block.getArguments().take_front(numArgs),
-                                results, 0))) {
+  if (failed(inliner.inlineBody(
+          b, *loss, block.getArguments().take_front(numArgs), results, 0))) {
     primal.erase();
     return failure();
   }
@@ -303,14 +302,14 @@ FailureOr<SmallVector<Value>> Differentiator::run(Block &block, Value loss) {
       continue;
     if (auto read = dyn_cast<GetParamOp>(op)) {
       Value &slot = paramGrads[read.getName()];
-      slot = accumulateInto(b, op->getLoc(), slot, resultGrads[0],
-                            read.getType());
+      slot =
+          accumulateInto(b, op->getLoc(), slot, resultGrads[0], read.getType());
       continue;
     }
     auto rule = dyn_cast<GradientOpInterface>(op);
     if (!rule)
-      return op->emitError() << "'" << op->getName()
-                             << "' has no gradient rule";
+      return op->emitError()
+             << "'" << op->getName() << "' has no gradient rule";
     SmallVector<Value> operandGrads;
     if (failed(rule.buildGradient(b, resultGrads, operandGrads)))
       return failure();
@@ -328,9 +327,8 @@ FailureOr<SmallVector<Value>> Differentiator::run(Block &block, Value loss) {
   SmallVector<Value> grads;
   for (ParamOp param : params) {
     Value grad = paramGrads.lookup(param.getSymName());
-    grads.push_back(grad ? grad
-                         : splat(b, param.getLoc(), param.getTensorType(),
-                                 0.0));
+    grads.push_back(
+        grad ? grad : splat(b, param.getLoc(), param.getTensorType(), 0.0));
   }
   return grads;
 }
@@ -358,15 +356,14 @@ SmallVector<Value> takeReturn(func::FuncOp function) {
 LogicalResult buildGradEntry(func::FuncOp primal, ArrayRef<ParamOp> params) {
   Value loss = takeReturn(primal).front();
   Block &block = primal.getBody().front();
-  FailureOr<SmallVector<Value>> grads =
-      Differentiator(params).run(block, loss);
+  FailureOr<SmallVector<Value>> grads = Differentiator(params).run(block, loss);
   if (failed(grads))
     return failure();
   OpBuilder b = OpBuilder::atBlockEnd(&block);
   for (auto [index, grad] : llvm::enumerate(*grads)) {
     ParamOp param = params[index];
-    SetParamOp::create(b, param.getLoc(), param.getSymName(),
-                       ParamBuffer::grad, grad);
+    SetParamOp::create(b, param.getLoc(), param.getSymName(), ParamBuffer::grad,
+                       grad);
   }
   func::ReturnOp::create(b, primal.getLoc(), loss);
   primal->removeAttr(kPrimalAttr);
@@ -385,10 +382,10 @@ LogicalResult buildTrainStep(ModuleOp module, TrainOp train,
       RankedTensorType::get({ATTN_HYPER_COUNT}, Float32Type::get(context));
   unsigned numArgs = primal.getNumArguments() - 1;
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  func::FuncOp entry = createEntry(
-      b, primal, numArgs, "train_step",
-      {{hyperType, "attn.hyper"}, {seedType(context), "attn.seed"}},
-      {f32, f32});
+  func::FuncOp entry =
+      createEntry(b, primal, numArgs, "train_step",
+                  {{hyperType, "attn.hyper"}, {seedType(context), "attn.seed"}},
+                  {f32, f32});
   Block &block = entry.getBody().front();
   IRMapping mapping;
   mapping.map(primal.getArguments().take_front(numArgs),
@@ -398,8 +395,7 @@ LogicalResult buildTrainStep(ModuleOp module, TrainOp train,
   for (Operation &op : primal.getBody().front())
     b.clone(op, mapping);
   Value loss = takeReturn(entry).front();
-  FailureOr<SmallVector<Value>> grads =
-      Differentiator(params).run(block, loss);
+  FailureOr<SmallVector<Value>> grads = Differentiator(params).run(block, loss);
   if (failed(grads))
     return failure();
 
@@ -443,12 +439,11 @@ LogicalResult buildTrainStep(ModuleOp module, TrainOp train,
         GetParamOp::create(b, paramLoc, type, name, ParamBuffer::value);
     Value firstMoment =
         GetParamOp::create(b, paramLoc, type, name, ParamBuffer::first_moment);
-    Value secondMoment = GetParamOp::create(b, paramLoc, type, name,
-                                            ParamBuffer::second_moment);
-    auto update = AdamUpdateOp::create(b, paramLoc, value, clipped,
-                                       firstMoment, secondMoment, lr, step,
-                                       beta1, beta2, eps, weightDecay,
-                                       decoupled);
+    Value secondMoment =
+        GetParamOp::create(b, paramLoc, type, name, ParamBuffer::second_moment);
+    auto update = AdamUpdateOp::create(b, paramLoc, value, clipped, firstMoment,
+                                       secondMoment, lr, step, beta1, beta2,
+                                       eps, weightDecay, decoupled);
     SetParamOp::create(b, paramLoc, name, ParamBuffer::value,
                        update.getNewParam());
     SetParamOp::create(b, paramLoc, name, ParamBuffer::first_moment,

@@ -191,8 +191,9 @@ def Attn_DimOp : Attn_Op<"dim", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class Attn_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
-    : Attn_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, Attn_Grad],
-                             traits)> {
+    : Attn_Op<mnemonic,
+              !listconcat([Pure, SameOperandsAndResultType, Attn_Grad],
+                          traits)> {
   let summary = "Element-wise " # what;
   let description = [{
     Applies the function to every element; the result has the input's type.
