@@ -11,6 +11,8 @@
 #include "attn/Reference/Evaluator.h"
 #include "attn/Reference/TensorIO.h"
 
+#include "attn/Dialect/IR/AttnOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -67,11 +69,51 @@ llvm::cl::opt<bool> fdGrad(
     llvm::cl::cat(category));
 llvm::cl::opt<double> fdStep("fd-step", llvm::cl::desc("Step of --fd-grad"),
                              llvm::cl::init(1e-5), llvm::cl::cat(category));
+llvm::cl::opt<std::string> fdMask(
+    "fd-mask",
+    llvm::cl::desc("With --fd-grad: a safetensors file of 0/1 tensors named "
+                   "as parameters; only the elements marked 1 are "
+                   "differentiated (the others are written as NaN); "
+                   "parameters it does not name are skipped entirely"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(category));
 llvm::cl::opt<bool>
     training("training",
              llvm::cl::desc("Run as a training entry point (a dropout that "
                             "draws random numbers is then an error)"),
              llvm::cl::cat(category));
+
+llvm::cl::opt<uint64_t> seed(
+    "seed",
+    llvm::cl::desc("The value of the function's dropout seed argument "
+                   "(attn.seed, ATTN_ARG_SEED): the seed the compiled entry "
+                   "point is called with, exactly"),
+    llvm::cl::cat(category));
+llvm::cl::opt<std::string> hyper(
+    "hyper",
+    llvm::cl::desc("The hyperparameter argument (attn.hyper, "
+                   "ATTN_ARG_HYPER): KEY=VALUE,... with keys lr, beta1, "
+                   "beta2, eps, weight_decay, clip_norm, step; unnamed ones "
+                   "are the model's attn.train values and step 1"),
+    llvm::cl::value_desc("k=v,..."), llvm::cl::cat(category));
+llvm::cl::opt<std::string> moments(
+    "moments",
+    llvm::cl::desc("Adam's moments before the call (safetensors with "
+                   "optim.m.NAME and optim.v.NAME, as in a checkpoint, whose "
+                   "weights and optim.step are ignored; absent moments are "
+                   "zero)"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> gradsOut(
+    "grads-out",
+    llvm::cl::desc("After the call, write every parameter's gradient buffer "
+                   "(what attn.set_param grad wrote) to this safetensors "
+                   "file"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(category));
+llvm::cl::opt<std::string> stateOut(
+    "state-out",
+    llvm::cl::desc("After the call, write every parameter's value and "
+                   "moments (NAME, optim.m.NAME, optim.v.NAME) to this "
+                   "safetensors file"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(category));
 
 /// Exit statuses, as attnc's.
 constexpr int kExitError = 1;
@@ -149,6 +191,57 @@ void printTensor(llvm::raw_ostream &os, const Tensor &tensor) {
   os << "\n";
 }
 
+/// The hyperparameter vector of --hyper (abi.h's attn_hyper_index order):
+/// the attn.train defaults overridden by KEY=VALUE pairs.
+FailureOr<Tensor> hyperVector(ModuleOp module, llvm::StringRef spec) {
+  static constexpr llvm::StringLiteral keys[] = {
+      "lr", "beta1", "beta2", "eps", "weight_decay", "clip_norm", "step"};
+  // torch.optim.Adam's defaults where the train section names nothing.
+  double values[] = {1e-3, 0.9, 0.999, 1e-8, 0.0, 0.0, 1.0};
+  for (attn::TrainOp train : module.getOps<attn::TrainOp>()) {
+    for (auto [index, key] : llvm::enumerate(keys))
+      if (auto attr = train.getOptimizerArgs().getAs<FloatAttr>(key))
+        values[index] = attr.getValueAsDouble();
+    values[5] = train.getClipNorm().convertToDouble();
+  }
+  llvm::SmallVector<llvm::StringRef> pairs;
+  spec.split(pairs, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef pair : pairs) {
+    auto [key, text] = pair.split('=');
+    const auto *it = llvm::find(keys, key.trim());
+    double value;
+    if (it == std::end(keys) || text.trim().getAsDouble(value)) {
+      fail("--hyper: expected KEY=NUMBER with KEY one of lr, beta1, beta2, "
+           "eps, weight_decay, clip_norm, step; got '" + pair + "'",
+           kExitUsage);
+      return failure();
+    }
+    values[it - std::begin(keys)] = value;
+  }
+  Tensor vector(DType::F32, {static_cast<int64_t>(std::size(keys))});
+  for (auto [index, value] : llvm::enumerate(values))
+    vector[index] = convertTo(DType::F32, value);
+  return vector;
+}
+
+/// Writes chosen buffers of every parameter to a safetensors file, each
+/// under its prefix.
+int writeBuffers(Evaluator &evaluator, llvm::StringRef path,
+                 llvm::ArrayRef<std::pair<ParamBufferKind, llvm::StringRef>>
+                     which) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (auto [buffer, prefix] : which)
+    for (const std::string &name : evaluator.getParameterNames()) {
+      FailureOr<Tensor> value = evaluator.getBuffer(buffer, name);
+      if (failed(value))
+        return kExitError;
+      tensors.emplace_back((prefix + name).str(), std::move(*value));
+    }
+  if (llvm::Error error = writeSafetensors(path, tensors, writeF64))
+    return fail(llvm::toString(std::move(error)));
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -182,7 +275,11 @@ int main(int argc, char **argv) {
   if (!fn || fn.isExternal())
     return fail("the module has no function '" + function + "'", kExitUsage);
 
-  Evaluator evaluator(*module, EvaluatorOptions{training});
+  EvaluatorOptions evaluatorOptions;
+  evaluatorOptions.training = training;
+  if (seed.getNumOccurrences())
+    evaluatorOptions.seed = seed;
+  Evaluator evaluator(*module, evaluatorOptions);
   if (!weights.empty()) {
     auto tensors = readSafetensors(weights);
     if (!tensors)
@@ -201,6 +298,30 @@ int main(int argc, char **argv) {
                   (unset.size() > 1
                        ? " (and " + std::to_string(unset.size() - 1) + " more)"
                        : std::string()));
+  }
+
+  if (!moments.empty()) {
+    auto tensors = readSafetensors(moments);
+    if (!tensors)
+      return fail(llvm::toString(tensors.takeError()));
+    for (auto &[name, tensor] : *tensors) {
+      llvm::StringRef param = name;
+      ParamBufferKind buffer = ParamBufferKind::FirstMoment;
+      // A checkpoint's weights and step count are not moments.
+      if (param == "optim.step" || evaluator.declaresParameter(param))
+        continue;
+      if (!param.consume_front("optim.m.")) {
+        buffer = ParamBufferKind::SecondMoment;
+        if (!param.consume_front("optim.v.") ||
+            !evaluator.declaresParameter(param))
+          param = "";
+      }
+      if (param.empty() || !evaluator.declaresParameter(param))
+        return fail(moments + ": tensor '" + name +
+                    "' is not optim.m.NAME or optim.v.NAME of a parameter");
+      if (failed(evaluator.setBuffer(buffer, param, std::move(tensor))))
+        return kExitError;
+    }
   }
 
   llvm::SmallVector<std::optional<Tensor>> args(fn.getNumArguments());
@@ -230,6 +351,24 @@ int main(int argc, char **argv) {
       return kExitError;
     args[*index] = std::move(*converted);
   }
+  // The seed and hyperparameter arguments of the training entry points come
+  // from --seed and --hyper.
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    if (args[i])
+      continue;
+    if (fn.getArgAttr(i, "attn.seed")) {
+      if (!seed.getNumOccurrences())
+        return fail("'" + function + "' takes a dropout seed: pass --seed N",
+                    kExitUsage);
+      args[i] = Tensor::scalar(
+          DType::I64, static_cast<double>(static_cast<int64_t>(seed)));
+    } else if (fn.getArgAttr(i, "attn.hyper")) {
+      FailureOr<Tensor> vector = hyperVector(*module, hyper);
+      if (failed(vector))
+        return kExitUsage;
+      args[i] = std::move(*vector);
+    }
+  }
   llvm::SmallVector<Tensor> argValues;
   for (auto [index, arg] : llvm::enumerate(args)) {
     if (!arg)
@@ -243,10 +382,26 @@ int main(int argc, char **argv) {
   if (fdGrad) {
     if (output.empty())
       return fail("--fd-grad needs -o FILE.safetensors", kExitUsage);
+    std::optional<llvm::StringMap<Tensor>> masks;
+    if (!fdMask.empty()) {
+      auto tensors = readSafetensors(fdMask);
+      if (!tensors)
+        return fail(llvm::toString(tensors.takeError()));
+      masks.emplace();
+      for (auto &[name, tensor] : *tensors)
+        (*masks)[name] = std::move(tensor);
+    }
     std::vector<std::pair<std::string, Tensor>> gradients;
     for (const std::string &name : evaluator.getParameterNames()) {
+      const Tensor *mask = nullptr;
+      if (masks) {
+        auto it = masks->find(name);
+        if (it == masks->end())
+          continue;
+        mask = &it->second;
+      }
       FailureOr<Tensor> gradient = evaluator.gradientByFiniteDifferences(
-          function, argValues, name, fdStep);
+          function, argValues, name, fdStep, mask);
       if (failed(gradient))
         return kExitError;
       gradients.emplace_back(name, std::move(*gradient));
@@ -260,6 +415,18 @@ int main(int argc, char **argv) {
       evaluator.run(function, argValues);
   if (failed(results))
     return kExitError;
+
+  if (!gradsOut.empty())
+    if (int status = writeBuffers(evaluator, gradsOut,
+                                  {{ParamBufferKind::Grad, ""}}))
+      return status;
+  if (!stateOut.empty())
+    if (int status = writeBuffers(
+            evaluator, stateOut,
+            {{ParamBufferKind::Value, ""},
+             {ParamBufferKind::FirstMoment, "optim.m."},
+             {ParamBufferKind::SecondMoment, "optim.v."}}))
+      return status;
 
   if (output.empty()) {
     for (auto [index, tensor] : llvm::enumerate(*results)) {

@@ -56,8 +56,8 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: "
                                     cl::cat(attncCategory));
 cl::opt<std::string>
     stageOption("stage", cl::desc("Stage to print with `emit`: tokens, ast, "
-                                  "params, attn, attn-opt, loops, "
-                                  "llvm-mlir, llvm, asm"),
+                                  "params, attn, attn-opt, attn-grad, "
+                                  "loops, llvm-mlir, llvm, asm"),
                 cl::value_desc("stage"), cl::init("attn-opt"),
                 cl::cat(attncCategory));
 cl::opt<std::string> targetOption("target",
@@ -152,6 +152,16 @@ LogicalResult dumpStage(llvm::StringRef name, llvm::StringRef extension,
 
 std::string printModule(ModuleOp module);
 
+/// Whether the training entry points (<loss>_grad, train_step) are
+/// derived: always, unless --entry names none of them.
+bool wantsTraining() {
+  return entryOption.empty() ||
+         llvm::any_of(entryOption, [](const std::string &name) {
+           return name == "train_step" ||
+                  llvm::StringRef(name).ends_with("_grad");
+         });
+}
+
 /// Runs the pipeline from stage `from` to `to` on `module`, one stage at a
 /// time so that --dump-dir sees each.
 LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
@@ -177,8 +187,11 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
                    llvm::is_contained(printIRAfter, pass->getArgument());
           },
           /*printModuleScope=*/false, /*printAfterOnlyOnChange=*/false);
+    // The stage-by-stage runs see where the whole run goes: the training
+    // entries' forward pass is kept at attn-opt for attn-grad.
     attn::PipelineOptions options{next};
     options.target = targetOption;
+    options.training = wantsTraining() && to >= attn::Stage::AttnGrad;
     attn::buildAttnPipeline(pm, options, static_cast<attn::Stage>(stage - 1));
     if (failed(pm.run(module)))
       return failure();
@@ -234,7 +247,7 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
                                           const attn::CodegenOptions &options,
                                           attn::ModelInfo &info, int &status) {
   status = kInputError;
-  if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnOpt,
+  if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnGrad,
                          context)))
     return nullptr;
   if (failed(selectEntryPoints(module))) {
@@ -246,7 +259,7 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
     return nullptr;
   info = std::move(*collected);
   info.target = options.target;
-  if (failed(runPipeline(module, attn::Stage::AttnOpt, attn::Stage::Loops,
+  if (failed(runPipeline(module, attn::Stage::AttnGrad, attn::Stage::Loops,
                          context)))
     return nullptr;
   attn::collectArenaSizes(module, info);
@@ -297,12 +310,12 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
       if (failed(runPipeline(module, attn::Stage::Attn, stage, context)))
         return kInputError;
     } else {
-      if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnOpt,
+      if (failed(runPipeline(module, attn::Stage::Attn, attn::Stage::AttnGrad,
                              context)))
         return kInputError;
       if (failed(selectEntryPoints(module)))
         return kUsageError;
-      if (failed(runPipeline(module, attn::Stage::AttnOpt, stage, context)))
+      if (failed(runPipeline(module, attn::Stage::AttnGrad, stage, context)))
         return kInputError;
     }
     return writeOutput(outputFilename, printModule(module));
@@ -413,6 +426,8 @@ OwningOpRef<ModuleOp> loadModel(llvm::SourceMgr &sourceMgr,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // Pass names, for --mlir-print-ir-after=PASS and friends.
+  attn::registerAllPasses();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();

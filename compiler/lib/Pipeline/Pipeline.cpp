@@ -34,6 +34,7 @@ std::optional<Stage> parseStage(llvm::StringRef name) {
       .Case("params", Stage::Params)
       .Case("attn", Stage::Attn)
       .Case("attn-opt", Stage::AttnOpt)
+      .Case("attn-grad", Stage::AttnGrad)
       .Case("loops", Stage::Loops)
       .Case("llvm-mlir", Stage::LLVMMLIR)
       .Case("llvm", Stage::LLVMIR)
@@ -53,6 +54,8 @@ llvm::StringRef stageName(Stage stage) {
     return "attn";
   case Stage::AttnOpt:
     return "attn-opt";
+  case Stage::AttnGrad:
+    return "attn-grad";
   case Stage::Loops:
     return "loops";
   case Stage::LLVMMLIR:
@@ -66,7 +69,8 @@ llvm::StringRef stageName(Stage stage) {
 }
 
 llvm::StringRef allStageNames() {
-  return "tokens, ast, params, attn, attn-opt, loops, llvm-mlir, llvm, asm";
+  return "tokens, ast, params, attn, attn-opt, attn-grad, loops, llvm-mlir, "
+         "llvm, asm";
 }
 
 bool isStageImplemented(Stage stage) { return stage <= Stage::Asm; }
@@ -154,18 +158,35 @@ static void buildLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+static void addAttnGradPasses(OpPassManager &pm) {
+  pm.addPass(createAttnAutodiff());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
                        Stage from) {
   auto runs = [&](Stage stage) {
     return from < stage && stage <= options.lastStage;
   };
   // attn-opt: local simplification. Fusion passes join here.
+  // `training` says the caller goes on to attn-grad (maybe in a later run
+  // from attn-opt): the training entries' forward pass is taken before
+  // canonicalisation folds away the loss's inference dropout, and is
+  // differentiated in attn-grad, after fusion.
+  bool training = options.training;
   if (runs(Stage::AttnOpt)) {
+    if (training)
+      pm.addPass(createAttnAutodiffPrimal());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addPass(createAttnIncrementalDecoding());
     pm.addPass(createCanonicalizerPass());
   }
+  // attn-grad: the gradient and training-step entry points, with the forward
+  // pass they recompute shared with the reverse pass by CSE.
+  if (training && runs(Stage::AttnGrad))
+    addAttnGradPasses(pm);
   if (runs(Stage::Loops))
     buildLoopsPipeline(pm, vectorTargetFor(options.target));
   if (runs(Stage::LLVMMLIR))
@@ -179,6 +200,20 @@ void registerAttnPipelines() {
       [](OpPassManager &pm) {
         buildAttnPipeline(pm, PipelineOptions{Stage::AttnOpt});
       });
+  PassPipelineRegistration<>(
+      "attn-to-attn-grad",
+      "Runs the attnc pipeline from the attn stage to the attn-grad stage, "
+      "with the training entry points",
+      [](OpPassManager &pm) {
+        PipelineOptions options{Stage::AttnGrad};
+        options.training = true;
+        buildAttnPipeline(pm, options);
+      });
+  PassPipelineRegistration<>(
+      "attn-opt-to-attn-grad",
+      "Runs the attnc pipeline from the attn-opt stage to the attn-grad stage "
+      "(the autodiff pass, then canonicalisation and CSE)",
+      [](OpPassManager &pm) { addAttnGradPasses(pm); });
   PassPipelineRegistration<>(
       "attn-opt-to-loops",
       "Runs the attnc pipeline from the attn-opt stage to the loops stage",

@@ -9,6 +9,7 @@
 
 #include "KernelUtils.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -97,6 +98,24 @@ static void attentionRow(const Tensor &q, const Tensor &k,
     probs[s] /= sum;
 }
 
+/// Applies attention dropout to the probabilities `in` of query row `row`
+/// (its index in [B, H, T]) into `out`: element (row, s) of the [B, H, T, S]
+/// probabilities is kept as `dropout` keeps it. Nothing without a seed.
+static void applyDropout(const AttentionOptions &opts, int64_t row,
+                         const std::vector<double> &in,
+                         std::vector<double> &out) {
+  if (!opts.seed || opts.dropout == 0.0)
+    return;
+  auto numKeys = static_cast<int64_t>(in.size());
+  double scale = 1.0 / (1.0 - opts.dropout);
+  for (int64_t s = 0; s < numKeys; ++s) {
+    auto index = static_cast<uint64_t>(row * numKeys + s);
+    out[s] = dropoutKeeps(*opts.seed, opts.stream, index, opts.dropout)
+                 ? in[s] * scale
+                 : 0.0;
+  }
+}
+
 Expected<Tensor> attn::reference::sdpa(const Tensor &query, const Tensor &key,
                                        const Tensor &value,
                                        const AttentionOptions &options) {
@@ -112,6 +131,7 @@ Expected<Tensor> attn::reference::sdpa(const Tensor &query, const Tensor &key,
       int64_t vBase = (b * heads + h) * numKeys * dv;
       for (int64_t t = 0; t < numQueries; ++t) {
         attentionRow(query, key, *shape, options, b, h, t, probs);
+        applyDropout(options, (b * heads + h) * numQueries + t, probs, probs);
         int64_t oBase = ((b * heads + h) * numQueries + t) * dv;
         for (int64_t c = 0; c < dv; ++c) {
           double sum = 0.0;
@@ -140,13 +160,20 @@ attn::reference::sdpaGrad(const Tensor &query, const Tensor &key,
   SdpaGradients grads{Tensor(query.getDType(), query.getShape()),
                       Tensor(key.getDType(), key.getShape()),
                       Tensor(value.getDType(), value.getShape())};
-  std::vector<double> probs(numKeys), dprobs(numKeys);
+  std::vector<double> probs(numKeys), dprobs(numKeys), dropped(numKeys),
+      keepScale(numKeys, 1.0);
   for (int64_t b = 0; b < shape->batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       int64_t kvBase = (b * heads + h) * numKeys;
       for (int64_t t = 0; t < numQueries; ++t) {
         attentionRow(query, key, *shape, options, b, h, t, probs);
         int64_t row = (b * heads + h) * numQueries + t;
+        // With dropout the output is D v for D = P * keep / (1 - rate):
+        // dV = D^T dO and dP = (dO v^T) * keep / (1 - rate).
+        std::fill(keepScale.begin(), keepScale.end(), 1.0);
+        applyDropout(options, row, keepScale, keepScale);
+        for (int64_t s = 0; s < numKeys; ++s)
+          dropped[s] = probs[s] * keepScale[s];
         // dP = dO v^T; dScores = P * (dP - sum(P * dP)).
         double weighted = 0.0;
         for (int64_t s = 0; s < numKeys; ++s) {
@@ -154,10 +181,10 @@ attn::reference::sdpaGrad(const Tensor &query, const Tensor &key,
           for (int64_t c = 0; c < dv; ++c) {
             double dout = gradOutput[row * dv + c];
             dot += dout * value[(kvBase + s) * dv + c];
-            grads.value[(kvBase + s) * dv + c] += probs[s] * dout;
+            grads.value[(kvBase + s) * dv + c] += dropped[s] * dout;
           }
-          dprobs[s] = dot;
-          weighted += probs[s] * dot;
+          dprobs[s] = dot * keepScale[s];
+          weighted += probs[s] * dprobs[s];
         }
         for (int64_t s = 0; s < numKeys; ++s) {
           double dscore = probs[s] * (dprobs[s] - weighted) * shape->scale;

@@ -9,6 +9,8 @@
 
 #include "KernelUtils.h"
 
+#include "attn/abi.h"
+
 #include <cmath>
 
 using namespace attn::reference;
@@ -217,5 +219,21 @@ Tensor attn::reference::castTensor(const Tensor &input, DType dtype) {
   Tensor result(dtype, input.getShape());
   for (int64_t i = 0, e = input.getNumElements(); i < e; ++i)
     result[i] = convertTo(dtype, input[i]);
+  return result;
+}
+
+bool attn::reference::dropoutKeeps(uint64_t seed, uint64_t stream,
+                                   uint64_t index, double rate) {
+  auto threshold = static_cast<uint64_t>(rate * 16777216.0);
+  return (attn_dropout_bits(seed, stream, index) >> 40) >= threshold;
+}
+
+Tensor attn::reference::dropout(const Tensor &input, double rate,
+                                uint64_t seed, uint64_t stream) {
+  Tensor result(input.getDType(), input.getShape());
+  double scale = 1.0 / (1.0 - rate);
+  for (int64_t i = 0, e = input.getNumElements(); i < e; ++i)
+    if (dropoutKeeps(seed, stream, static_cast<uint64_t>(i), rate))
+      result[i] = input[i] * scale;
   return result;
 }

@@ -15,7 +15,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace attn;
@@ -329,6 +332,58 @@ SmallVector<std::string> Evaluator::getUnsetParameters() const {
   return unset;
 }
 
+static ParamBufferKind toKind(ParamBuffer buffer) {
+  switch (buffer) {
+  case ParamBuffer::value:
+    return ParamBufferKind::Value;
+  case ParamBuffer::grad:
+    return ParamBufferKind::Grad;
+  case ParamBuffer::first_moment:
+    return ParamBufferKind::FirstMoment;
+  case ParamBuffer::second_moment:
+    return ParamBufferKind::SecondMoment;
+  }
+  llvm_unreachable("unknown parameter buffer");
+}
+
+LogicalResult Evaluator::setBuffer(ParamBufferKind buffer, StringRef name,
+                                   Tensor value) {
+  if (buffer == ParamBufferKind::Value)
+    return setParameter(name, std::move(value));
+  auto it = declared.find(name);
+  if (it == declared.end())
+    return emitError(module.getLoc())
+           << "the model has no parameter '" << name << "'";
+  RankedTensorType type = it->second;
+  if (!isFloat(value.getDType()) || value.getShape() != type.getShape())
+    return emitError(module.getLoc())
+           << "buffer of parameter '" << name << "' is " << typeString(type)
+           << ", got a value of type " << value.describe();
+  value.setDType(*getDType(type));
+  buffers[static_cast<int>(buffer) - 1][name] = std::move(value);
+  return success();
+}
+
+FailureOr<Tensor> Evaluator::getBuffer(ParamBufferKind buffer,
+                                       StringRef name) {
+  auto type = declared.find(name);
+  if (type == declared.end())
+    return emitError(module.getLoc())
+           << "the model has no parameter '" << name << "'";
+  if (buffer == ParamBufferKind::Value) {
+    auto it = parameters.find(name);
+    if (it == parameters.end())
+      return emitError(module.getLoc())
+             << "parameter '" << name << "' has no value";
+    return it->second;
+  }
+  llvm::StringMap<Tensor> &held = buffers[static_cast<int>(buffer) - 1];
+  auto it = held.find(name);
+  if (it != held.end())
+    return it->second;
+  return Tensor(*getDType(type->second), type->second.getShape());
+}
+
 FailureOr<SmallVector<Tensor>> Evaluator::run(StringRef name,
                                               ArrayRef<Tensor> inputs) {
   auto function = module.lookupSymbol<func::FuncOp>(name);
@@ -345,22 +400,35 @@ FailureOr<SmallVector<Tensor>> Evaluator::run(StringRef name,
     else if (entryCacheLength != length)
       entryCacheLength = std::nullopt;
   }
+  written.clear();
+  wroteValues = false;
   return call(function, inputs, 0);
 }
 
 FailureOr<Tensor>
 Evaluator::gradientByFiniteDifferences(StringRef name, ArrayRef<Tensor> inputs,
-                                       StringRef parameter, double step) {
+                                       StringRef parameter, double step,
+                                       const Tensor *mask) {
   auto it = parameters.find(parameter);
   if (it == parameters.end())
     return emitError(module.getLoc())
            << "parameter '" << parameter << "' has no value";
   std::map<int64_t, std::pair<Tensor, Tensor>> savedCache = kvCache;
+  // A gradient entry point writes the gradients (set_param): each run
+  // starts from the same buffers.
+  llvm::StringMap<Tensor> savedBuffers[3] = {buffers[0], buffers[1],
+                                             buffers[2]};
   auto loss = [&]() -> FailureOr<double> {
     kvCache = savedCache;
     FailureOr<SmallVector<Tensor>> results = run(name, inputs);
+    for (int i = 0; i < 3; ++i)
+      buffers[i] = savedBuffers[i];
     if (failed(results))
       return failure();
+    if (wroteValues)
+      return emitError(module.getLoc())
+             << "'" << name << "' writes parameter values: finite "
+             << "differences need a function of fixed parameters";
     if (results->size() != 1 || results->front().getRank() != 0 ||
         !isFloat(results->front().getDType()))
       return emitError(module.getLoc())
@@ -371,7 +439,15 @@ Evaluator::gradientByFiniteDifferences(StringRef name, ArrayRef<Tensor> inputs,
   // `it` stays valid: running a function sets no parameter.
   Tensor &value = it->second;
   Tensor gradient(value.getDType(), value.getShape());
+  if (mask && mask->getShape() != value.getShape())
+    return emitError(module.getLoc())
+           << "the mask of parameter '" << parameter << "' is "
+           << mask->describe() << ", the parameter " << value.describe();
   for (int64_t i = 0, e = value.getNumElements(); i < e; ++i) {
+    if (mask && (*mask)[i] == 0.0) {
+      gradient[i] = std::numeric_limits<double>::quiet_NaN();
+      continue;
+    }
     double saved = value[i];
     value[i] = saved + step;
     FailureOr<double> up = loss();
@@ -437,6 +513,24 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
   auto result = [&](llvm::Expected<Tensor> tensor) {
     return store(op, frame, op->getResult(0), std::move(tensor));
   };
+  // The seed of a dropout: an attn.seed argument is the exact seed of the
+  // options when there is one, anything else the integer its tensor holds.
+  auto seedValue = [&](Value seed) -> uint64_t {
+    if (auto arg = dyn_cast<BlockArgument>(seed); arg && options.seed) {
+      auto function = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (function && function.getArgAttr(arg.getArgNumber(), "attn.seed"))
+        return *options.seed;
+    }
+    return static_cast<uint64_t>(static_cast<int64_t>(in(seed)[0]));
+  };
+  auto setAttentionDropout = [&](AttentionOptions &attention, APFloat rate,
+                                 Value seed, std::optional<uint64_t> stream) {
+    if (!seed || rate.isZero())
+      return;
+    attention.dropout = toDouble(rate);
+    attention.seed = seedValue(seed);
+    attention.stream = stream.value_or(0);
+  };
 
   if (std::optional<UnaryFn> fn = getUnaryFn(op))
     return result(unary(*fn, in(op->getOperand(0))));
@@ -473,11 +567,47 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
         return success();
       })
       .Case([&](GetParamOp getParam) -> LogicalResult {
-        auto it = parameters.find(getParam.getName());
-        if (it == parameters.end())
+        std::string key = (Twine(static_cast<int>(getParam.getBuffer())) +
+                           ":" + getParam.getName())
+                              .str();
+        if (written.contains(key))
           return opError(op)
-                 << "parameter '" << getParam.getName() << "' has no value";
-        return result(it->second);
+                 << "reads " << stringifyParamBuffer(getParam.getBuffer())
+                 << " of '" << getParam.getName()
+                 << "' after this call wrote it (a function reads a buffer "
+                    "before it writes it)";
+        if (getParam.getBuffer() == ParamBuffer::value) {
+          auto it = parameters.find(getParam.getName());
+          if (it == parameters.end())
+            return opError(op)
+                   << "parameter '" << getParam.getName() << "' has no value";
+          return result(it->second);
+        }
+        FailureOr<Tensor> value =
+            getBuffer(toKind(getParam.getBuffer()), getParam.getName());
+        if (failed(value))
+          return failure();
+        return result(std::move(*value));
+      })
+      .Case([&](SetParamOp setParam) -> LogicalResult {
+        const Tensor &value = in(setParam.getValue());
+        auto type = declared.find(setParam.getName());
+        if (type == declared.end() ||
+            !matchesType(value, type->second))
+          return opError(op) << "writes " << value.describe()
+                             << " to parameter '" << setParam.getName()
+                             << "'";
+        written.insert((Twine(static_cast<int>(setParam.getBuffer())) + ":" +
+                        setParam.getName())
+                           .str());
+        ParamBufferKind kind = toKind(setParam.getBuffer());
+        if (kind == ParamBufferKind::Value) {
+          wroteValues = true;
+          parameters[setParam.getName()] = value;
+          return success();
+        }
+        buffers[static_cast<int>(kind) - 1][setParam.getName()] = value;
+        return success();
       })
       .Case([&](arith::ConstantOp constant) -> LogicalResult {
         std::optional<Tensor> value = constantTensor(constant.getValue());
@@ -526,9 +656,14 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
             castTensor(in(castOp.getInput()), *getDType(castOp.getType())));
       })
       .Case([&](DropoutOp dropout) -> LogicalResult {
+        if (dropout.getSeed() && !dropout.getRate().isZero())
+          return result(reference::dropout(
+              in(dropout.getInput()), toDouble(dropout.getRate()),
+              seedValue(dropout.getSeed()),
+              static_cast<uint64_t>(dropout.getStream().value_or(0))));
         if (options.training && !dropout.getRate().isZero())
-          return opError(op) << "draws a random mask in training mode, which "
-                                "the reference cannot reproduce";
+          return opError(op) << "draws a random mask in training mode "
+                                "without a seed";
         return result(in(dropout.getInput()));
       })
       // Shape.
@@ -635,13 +770,17 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
       })
       // Attention.
       .Case([&](SdpaOp sdpaOp) -> LogicalResult {
-        if (options.training && !sdpaOp.getDropout().isZero())
+        if (options.training && !sdpaOp.getSeed() &&
+            !sdpaOp.getDropout().isZero())
           return opError(op) << "draws a random dropout mask in training "
-                                "mode, which the reference cannot reproduce";
-        return result(sdpa(
-            in(sdpaOp.getQuery()), in(sdpaOp.getKey()), in(sdpaOp.getValue()),
+                                "mode without a seed";
+        AttentionOptions attention =
             attentionOptions(sdpaOp.getMask(), sdpaOp.getScale(),
-                             frame.getOptional(sdpaOp.getKeyPadding()))));
+                             frame.getOptional(sdpaOp.getKeyPadding()));
+        setAttentionDropout(attention, sdpaOp.getDropout(), sdpaOp.getSeed(),
+                            sdpaOp.getStream());
+        return result(sdpa(in(sdpaOp.getQuery()), in(sdpaOp.getKey()),
+                           in(sdpaOp.getValue()), attention));
       })
       // Loss.
       .Case([&](CrossEntropyOp loss) {
@@ -688,14 +827,18 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
         return store(op, frame, grad.getGradWeight(), grads->weight);
       })
       .Case([&](SdpaGradOp grad) -> LogicalResult {
-        if (options.training && !grad.getDropout().isZero())
+        if (options.training && !grad.getSeed() &&
+            !grad.getDropout().isZero())
           return opError(op) << "draws a random dropout mask in training "
-                                "mode, which the reference cannot reproduce";
+                                "mode without a seed";
+        AttentionOptions attention =
+            attentionOptions(grad.getMask(), grad.getScale(),
+                             frame.getOptional(grad.getKeyPadding()));
+        setAttentionDropout(attention, grad.getDropout(), grad.getSeed(),
+                            grad.getStream());
         llvm::Expected<SdpaGradients> grads =
             sdpaGrad(in(grad.getQuery()), in(grad.getKey()),
-                     in(grad.getValue()), in(grad.getGradOutput()),
-                     attentionOptions(grad.getMask(), grad.getScale(),
-                                      frame.getOptional(grad.getKeyPadding())));
+                     in(grad.getValue()), in(grad.getGradOutput()), attention);
         if (!grads)
           return result(grads.takeError());
         if (failed(store(op, frame, grad.getGradQuery(), grads->query)) ||

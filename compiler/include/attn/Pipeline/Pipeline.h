@@ -24,6 +24,7 @@ enum class Stage {
   Params,
   Attn,
   AttnOpt,
+  AttnGrad,
   Loops,
   LLVMMLIR,
   LLVMIR,
@@ -48,6 +49,12 @@ struct PipelineOptions {
   /// The code generation target (`attnc --target`): sets the vector width
   /// that tile sizes follow.
   std::string target = "host";
+  /// Whether the training entry points (`<loss>_grad`, `train_step`) are
+  /// derived: the attn-opt stage keeps the loss's forward pass and the
+  /// attn-grad stage differentiates it. Set it for every stage of a run that
+  /// goes to attn-grad or beyond (attnc does unless --entry names no
+  /// training entry point).
+  bool training = false;
 };
 
 /// Adds to `pm` the passes that take a module in stage `from` (by default a

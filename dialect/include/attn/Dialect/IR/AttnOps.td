@@ -47,6 +47,10 @@ def Attn_UnitIntervalF64 : ConfinedAttr<F64Attr,
 // inferred one (a `?` the frontend knows to be 8), never less or different.
 defvar Attn_Infer = InferTypeOpAdaptorWithIsCompatible;
 
+// The reverse-mode rule of a differentiable op (AttnGradients.cpp), which the
+// autodiff pass calls op by op.
+defvar Attn_Grad = DeclareOpInterfaceMethods<Attn_GradientOpInterface>;
+
 // The parameter buffers of the model context (values, gradients, moments).
 def Attn_ParamResource : Resource<"::attn::ParamResource">;
 
@@ -187,7 +191,9 @@ def Attn_DimOp : Attn_Op<"dim", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class Attn_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
-    : Attn_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+    : Attn_Op<mnemonic,
+              !listconcat([Pure, SameOperandsAndResultType, Attn_Grad],
+                          traits)> {
   let summary = "Element-wise " # what;
   let description = [{
     Applies the function to every element; the result has the input's type.
@@ -215,7 +221,7 @@ def Attn_LogOp : Attn_UnaryOp<"log", "natural logarithm">;
 def Attn_SqrtOp : Attn_UnaryOp<"sqrt", "square root">;
 
 class Attn_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
-    : Attn_Op<mnemonic, !listconcat([Pure, Attn_Infer], traits)> {
+    : Attn_Op<mnemonic, !listconcat([Pure, Attn_Infer, Attn_Grad], traits)> {
   let summary = "Element-wise " # what # " with broadcasting";
   let description = [{
     Combines the operands element by element after broadcasting them to a
@@ -241,7 +247,7 @@ def Attn_SubOp : Attn_BinaryOp<"sub", "subtraction">;
 def Attn_MulOp : Attn_BinaryOp<"mul", "multiplication", [Commutative]>;
 def Attn_DivOp : Attn_BinaryOp<"div", "division">;
 
-def Attn_CompareOp : Attn_Op<"compare", [Pure, Attn_Infer]> {
+def Attn_CompareOp : Attn_Op<"compare", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Element-wise comparison with broadcasting";
   let description = [{
     Compares the operands element by element, broadcast as for `attn.add`;
@@ -259,7 +265,7 @@ def Attn_CompareOp : Attn_Op<"compare", [Pure, Attn_Infer]> {
   }];
 }
 
-def Attn_SelectOp : Attn_Op<"select", [Pure, Attn_Infer]> {
+def Attn_SelectOp : Attn_Op<"select", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Element-wise choice between two tensors";
   let description = [{
     `true_value` where `condition` holds, `false_value` elsewhere; the three
@@ -278,7 +284,7 @@ def Attn_SelectOp : Attn_Op<"select", [Pure, Attn_Infer]> {
   }];
 }
 
-def Attn_CastOp : Attn_Op<"cast", [Pure]> {
+def Attn_CastOp : Attn_Op<"cast", [Pure, Attn_Grad]> {
   let summary = "Element-wise conversion to another element type";
   let description = [{
     Converts every element, with the shape unchanged: floats round to
@@ -296,7 +302,7 @@ def Attn_CastOp : Attn_Op<"cast", [Pure]> {
 }
 
 def Attn_DropoutOp : Attn_Op<"dropout",
-    [AllTypesMatch<["input", "result"]>]> {
+    [AllTypesMatch<["input", "result"]>, Attn_Grad]> {
   let summary = "Inverted dropout in training, the identity elsewhere";
   let description = [{
     With a `seed` (the training entry points' ATTN_ARG_SEED), zeroes each
@@ -334,7 +340,7 @@ def Attn_DropoutOp : Attn_Op<"dropout",
 // Shape
 //===----------------------------------------------------------------------===//
 
-def Attn_ReshapeOp : Attn_Op<"reshape", [Pure]> {
+def Attn_ReshapeOp : Attn_Op<"reshape", [Pure, Attn_Grad]> {
   let summary = "Reinterprets the elements with another shape";
   let description = [{
     The same elements in row-major order with the result's shape. One index
@@ -354,7 +360,7 @@ def Attn_ReshapeOp : Attn_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Attn_TransposeOp : Attn_Op<"transpose", [Pure, Attn_Infer]> {
+def Attn_TransposeOp : Attn_Op<"transpose", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Permutes the dimensions of a tensor";
   let description = [{
     Result dimension `i` is input dimension `permutation[i]`.
@@ -371,7 +377,7 @@ def Attn_TransposeOp : Attn_Op<"transpose", [Pure, Attn_Infer]> {
   let hasFolder = 1;
 }
 
-def Attn_SplitHeadsOp : Attn_Op<"split_heads", [Pure, Attn_Infer]> {
+def Attn_SplitHeadsOp : Attn_Op<"split_heads", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Splits the features into heads: [B, T, h*k] to [B, h, T, k]";
   let description = [{
     Head `i` takes the contiguous features `[i*k, (i+1)*k)`, as PyTorch's
@@ -389,7 +395,7 @@ def Attn_SplitHeadsOp : Attn_Op<"split_heads", [Pure, Attn_Infer]> {
   }];
 }
 
-def Attn_MergeHeadsOp : Attn_Op<"merge_heads", [Pure, Attn_Infer]> {
+def Attn_MergeHeadsOp : Attn_Op<"merge_heads", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Joins the heads: [B, h, T, k] to [B, T, h*k]";
   let description = [{
     The inverse of `attn.split_heads`.
@@ -404,7 +410,7 @@ def Attn_MergeHeadsOp : Attn_Op<"merge_heads", [Pure, Attn_Infer]> {
   let hasFolder = 1;
 }
 
-def Attn_ConcatOp : Attn_Op<"concat", [Pure, Attn_Infer]> {
+def Attn_ConcatOp : Attn_Op<"concat", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Joins tensors along one dimension";
   let description = [{
     The inputs agree in rank, element type and every dimension but `axis`.
@@ -421,7 +427,7 @@ def Attn_ConcatOp : Attn_Op<"concat", [Pure, Attn_Infer]> {
   let hasFolder = 1;
 }
 
-def Attn_SliceOp : Attn_Op<"slice", [Pure, Attn_Infer]> {
+def Attn_SliceOp : Attn_Op<"slice", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "The elements [start, end) of one dimension";
   let description = [{
     Keeps indices `start <= i < end` of dimension `axis`; `0 <= start < end`,
@@ -441,7 +447,7 @@ def Attn_SliceOp : Attn_Op<"slice", [Pure, Attn_Infer]> {
   let hasFolder = 1;
 }
 
-def Attn_TakeOp : Attn_Op<"take", [Pure, Attn_Infer]> {
+def Attn_TakeOp : Attn_Op<"take", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "One index of one dimension, which is removed";
   let description = [{
     The slice at `index` of dimension `axis`, without that dimension. A
@@ -459,7 +465,7 @@ def Attn_TakeOp : Attn_Op<"take", [Pure, Attn_Infer]> {
   }];
 }
 
-def Attn_BroadcastOp : Attn_Op<"broadcast", [Pure]> {
+def Attn_BroadcastOp : Attn_Op<"broadcast", [Pure, Attn_Grad]> {
   let summary = "Stretches a tensor to a larger shape by NumPy's rules";
   let description = [{
     Broadcasts `input` to the result's shape (aligned on the last
@@ -478,7 +484,7 @@ def Attn_BroadcastOp : Attn_Op<"broadcast", [Pure]> {
   let hasFolder = 1;
 }
 
-def Attn_GatherOp : Attn_Op<"gather", [Pure, Attn_Infer]> {
+def Attn_GatherOp : Attn_Op<"gather", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Rows of a table at integer ids (an embedding lookup)";
   let description = [{
     `result[i..., :] = table[ids[i...], :]` for a table `[n, d]`; the result
@@ -495,7 +501,7 @@ def Attn_GatherOp : Attn_Op<"gather", [Pure, Attn_Infer]> {
   }];
 }
 
-def Attn_PositionsOp : Attn_Op<"positions", [Pure]> {
+def Attn_PositionsOp : Attn_Op<"positions", [Pure, Attn_Grad]> {
   let summary = "The positions start .. start+n-1";
   let description = [{
     A rank-1 `i32` tensor of `length` elements counting from `start` (0 when
@@ -512,7 +518,7 @@ def Attn_PositionsOp : Attn_Op<"positions", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Attn_SinusoidalOp : Attn_Op<"sinusoidal", [Pure]> {
+def Attn_SinusoidalOp : Attn_Op<"sinusoidal", [Pure, Attn_Grad]> {
   let summary = "The sinusoidal position table of Vaswani et al.";
   let description = [{
     A `[length, d]` table with `PE[i, 2j] = sin(p / 10000^(2j/d))` and
@@ -533,7 +539,7 @@ def Attn_SinusoidalOp : Attn_Op<"sinusoidal", [Pure]> {
 // Contractions and reductions
 //===----------------------------------------------------------------------===//
 
-def Attn_MatmulOp : Attn_Op<"matmul", [Pure, Attn_Infer]> {
+def Attn_MatmulOp : Attn_Op<"matmul", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Batched matrix product over the last two dimensions";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`, the leading (batch)
@@ -552,7 +558,7 @@ def Attn_MatmulOp : Attn_Op<"matmul", [Pure, Attn_Infer]> {
 }
 
 def Attn_LinearOp : Attn_Op<"linear",
-    [Pure, Attn_Infer, AttrSizedOperandSegments]> {
+    [Pure, Attn_Infer, AttrSizedOperandSegments, Attn_Grad]> {
   let summary = "x * weight^T + bias, with an optional activation and residual";
   let description = [{
     `activation(x @ weight^T + bias) + residual` for `x: [..., in]`,
@@ -577,7 +583,7 @@ def Attn_LinearOp : Attn_Op<"linear",
   }];
 }
 
-def Attn_ReduceOp : Attn_Op<"reduce", [Pure, Attn_Infer]> {
+def Attn_ReduceOp : Attn_Op<"reduce", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Sum, mean or max over one dimension, optionally masked";
   let description = [{
     Reduces dimension `axis`, which the result drops. With a `mask` (only for
@@ -599,7 +605,8 @@ def Attn_ReduceOp : Attn_Op<"reduce", [Pure, Attn_Infer]> {
   }];
 }
 
-def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType,
+     Attn_Grad]> {
   let summary = "Softmax over one dimension";
   let description = [{
     `exp(x - max) / sum(exp(x - max))` along `axis`.
@@ -615,7 +622,7 @@ def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
 }
 
 def Attn_LogSoftmaxOp : Attn_Op<"log_softmax",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType, Attn_Grad]> {
   let summary = "Log-softmax over one dimension";
   let description = [{
     `x - max - log(sum(exp(x - max)))` along `axis`.
@@ -634,7 +641,7 @@ def Attn_LogSoftmaxOp : Attn_Op<"log_softmax",
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-def Attn_LayerNormOp : Attn_Op<"layer_norm", [Pure, Attn_Infer]> {
+def Attn_LayerNormOp : Attn_Op<"layer_norm", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Layer normalisation over the last dimension";
   let description = [{
     `(y - mean) / sqrt(var + eps) * weight + bias` with `y = input +
@@ -657,7 +664,7 @@ def Attn_LayerNormOp : Attn_Op<"layer_norm", [Pure, Attn_Infer]> {
   }];
 }
 
-def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, Attn_Infer]> {
+def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, Attn_Infer, Attn_Grad]> {
   let summary = "Root-mean-square normalisation over the last dimension";
   let description = [{
     `y / sqrt(mean(y^2) + eps) * weight` with `y = input + residual` (the
@@ -682,7 +689,7 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, Attn_Infer]> {
 //===----------------------------------------------------------------------===//
 
 def Attn_SdpaOp : Attn_Op<"sdpa",
-    [Pure, Attn_Infer, AttrSizedOperandSegments]> {
+    [Pure, Attn_Infer, AttrSizedOperandSegments, Attn_Grad]> {
   let summary = "Scaled dot-product attention";
   let description = [{
     `softmax(q k^T * scale + bias) v` per batch and head, for `q: [B, H, T,
@@ -724,7 +731,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa",
 
 // The result type is always tensor<f32>, which ODS infers by itself; the
 // shape check is the verifier.
-def Attn_CrossEntropyOp : Attn_Op<"cross_entropy", [Pure]> {
+def Attn_CrossEntropyOp : Attn_Op<"cross_entropy", [Pure, Attn_Grad]> {
   let summary = "Mean cross-entropy of logits against integer targets";
   let description = [{
     `logits: [..., C]` against `targets: [...]` of class ids: the mean over

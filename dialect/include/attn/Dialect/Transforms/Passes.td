@@ -1,6 +1,7 @@
 //===- Passes.td - Transformations of attn IR --------------*- tablegen -*-===//
 //
-// Passes from attn IR to attn IR: entry points the compiler derives.
+// Passes from attn IR to attn IR: entry points the compiler derives
+// (incremental decoding, gradients and the training step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +44,56 @@ def AttnIncrementalDecoding
     `decode_step` would still need another argument (memory used outside
     cross-attention), or either name is taken, nothing is added.
   }];
+}
+
+def AttnAutodiffPrimal : Pass<"attn-autodiff-primal", "::mlir::ModuleOp"> {
+  let summary = "Adds the forward half of `<loss>_grad`: the loss of "
+                "`attn.train` inlined with dropout active";
+  let description = [{
+    Input: a verified attn module. With an `attn.train loss @F ...` op, adds
+    `@F_grad(<F's arguments>, %seed: tensor<i64> {attn.seed}) -> tensor<f32>`
+    holding `F` inlined, every dropout and attention dropout of nonzero rate
+    given `seed %seed stream K` (K numbering them from 0 in program order),
+    and returning the loss; the function is marked `attn.autodiff_primal`
+    for `attn-autodiff`. The pipeline runs it before the `attn-opt`
+    canonicalisation, which folds the unseeded (inference) dropout of `F`
+    away; the forward pass is then optimised like every other function and
+    differentiated after fusion. Modules without `attn.train`, or that
+    already have the primal, are left unchanged.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def AttnAutodiff : Pass<"attn-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Derives the gradient and training-step entry points of "
+                "`attn.train` by reverse-mode differentiation";
+  let description = [{
+    Input: a verified attn module. With an `attn.train loss @F ...` op, the
+    pass adds two functions (starting from `attn-autodiff-primal`'s `@F_grad`
+    when the module has it, else building it first) (docs/Autodiff.md, runtime/include/attn/abi.h):
+
+    - `@F_grad(<F's arguments>, %seed: tensor<i64> {attn.seed}) ->
+      tensor<f32>`: `F` inlined with dropout active (every dropout and
+      attention dropout of rate > 0 gets `seed %seed stream K`, K numbering
+      them from 0), the reverse pass built from each op's
+      `GradientOpInterface`, and `attn.set_param @p grad` for every
+      parameter of the module (zeros for one the loss does not read);
+      returns the loss.
+    - `@train_step(<F's arguments>, %hyper: tensor<7xf32> {attn.hyper},
+      %seed: tensor<i64> {attn.seed}) -> (tensor<f32>, tensor<f32>)`: the
+      same forward and reverse pass, then the global norm of the gradients,
+      clipping by `hyper[ATTN_HYPER_CLIP_NORM]` as
+      `torch.nn.utils.clip_grad_norm_` (off when it is 0), and per
+      parameter an `attn.adam_update` (`decoupled` for `adamw`) whose new
+      value and moments are written with `attn.set_param`; returns the loss
+      and the norm before clipping.
+
+    `F` and every other function are left unchanged. Modules without
+    `attn.train` are left unchanged. An op of the loss with no gradient rule
+    is an error naming it.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
 }
 
 #endif // ATTN_DIALECT_TRANSFORMS_PASSES_TD

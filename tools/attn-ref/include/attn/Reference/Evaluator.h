@@ -2,10 +2,12 @@
 //
 // The reference evaluator: runs a func.func of an attn module op by op on
 // dense double tensors, with no MLIR lowering, so that every compiled model
-// can be checked against an independent execution of the same IR. It runs
-// inference semantics: dropout is the identity unless `training` is set, in
-// which case a dropout that would draw random numbers is an error (the
-// reference cannot reproduce the compiler's random stream).
+// can be checked against an independent execution of the same IR. Dropout
+// without a seed is the identity (inference; with `training` set it is an
+// error instead); dropout with a seed (the training entry points) draws the
+// runtime's counter-based mask exactly (abi.h). The evaluator holds the four
+// buffers of every parameter (value, grad, first and second moment), which
+// attn.get_param reads and attn.set_param writes.
 //
 // Errors (an op it does not know, an input of the wrong shape, an id out of
 // range) are MLIR diagnostics at the op's location.
@@ -20,6 +22,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -35,7 +38,14 @@ struct EvaluatorOptions {
   /// Whether the function runs as a training entry point: dropout of a
   /// nonzero rate is then an error instead of the identity.
   bool training = false;
+  /// The exact value of every `attn.seed` argument (a tensor holds doubles,
+  /// exact for integers up to 2^53 only); without it the argument's tensor
+  /// is read.
+  std::optional<uint64_t> seed;
 };
+
+/// The buffers a parameter has in the model context (attn::ParamBuffer).
+enum class ParamBufferKind { Value, Grad, FirstMoment, SecondMoment };
 
 class Evaluator {
 public:
@@ -55,6 +65,15 @@ public:
   /// The declared parameters that have no value yet, in declaration order.
   llvm::SmallVector<std::string> getUnsetParameters() const;
 
+  /// Sets the gradient or a moment of a declared parameter (checked as
+  /// setParameter checks values). Unset ones read as zeros.
+  mlir::LogicalResult setBuffer(ParamBufferKind buffer, llvm::StringRef name,
+                                Tensor value);
+  /// The tensor buffer `buffer` of parameter `name` holds: its value (which
+  /// must be set), or its gradient or moment (zeros when never set).
+  mlir::FailureOr<Tensor> getBuffer(ParamBufferKind buffer,
+                                    llvm::StringRef name);
+
   /// Runs the function `name` on `inputs`, which must match its argument
   /// types (element type, rank and static sizes), and returns its results.
   mlir::FailureOr<llvm::SmallVector<Tensor>> run(llvm::StringRef name,
@@ -65,10 +84,13 @@ public:
   /// of gradients that depends on no differentiation rule. In double, the
   /// error is O(step^2) from truncation plus O(1e-16 / step) from rounding.
   /// Each element costs two runs, each from the same key/value cache.
+  /// With a `mask` of the parameter's shape, only the elements where it is
+  /// nonzero are differentiated, the others are NaN.
   mlir::FailureOr<Tensor>
   gradientByFiniteDifferences(llvm::StringRef name,
                               llvm::ArrayRef<Tensor> inputs,
-                              llvm::StringRef parameter, double step = 1e-5);
+                              llvm::StringRef parameter, double step = 1e-5,
+                              const Tensor *mask = nullptr);
 
   /// Empties the key/value cache that attn.kv_cache_append fills, as a new
   /// sequence does.
@@ -95,6 +117,13 @@ private:
   /// The length of every cache slot when the running entry point was
   /// called; nothing when the slots disagree.
   std::optional<int64_t> entryCacheLength;
+  /// The gradient and moments of the parameters (index: ParamBufferKind - 1).
+  llvm::StringMap<Tensor> buffers[3];
+  /// The buffers written by attn.set_param in the running entry point, as
+  /// "<kind>:<name>": a later read of one breaks the op contract.
+  llvm::StringSet<> written;
+  /// Whether the running entry point wrote any parameter value.
+  bool wroteValues = false;
 };
 
 } // namespace attn::reference

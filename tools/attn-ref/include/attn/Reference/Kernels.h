@@ -64,6 +64,15 @@ llvm::Expected<Tensor> select(const Tensor &condition, const Tensor &trueValue,
 /// Converts every element to `dtype` (see convertTo).
 Tensor castTensor(const Tensor &input, DType dtype);
 
+/// Whether dropout of `rate` keeps the element `index` (row-major) of the
+/// op numbered `stream` in a call seeded with `seed`: the counter-based
+/// stream of runtime/include/attn/abi.h (attn_dropout_bits), exactly.
+bool dropoutKeeps(uint64_t seed, uint64_t stream, uint64_t index, double rate);
+/// Inverted dropout with the mask of dropoutKeeps: kept elements are scaled
+/// by 1 / (1 - rate), the others are zero.
+Tensor dropout(const Tensor &input, double rate, uint64_t seed,
+               uint64_t stream);
+
 //===----------------------------------------------------------------------===//
 // Shape
 //===----------------------------------------------------------------------===//
@@ -140,6 +149,11 @@ struct AttentionOptions {
   std::optional<double> scale;
   /// Boolean [B, S]; true masks the key. May be null.
   const Tensor *keyPadding = nullptr;
+  /// Dropout of the attention probabilities, drawn as `dropout` draws its
+  /// mask over the [B, H, T, S] probabilities; only with a seed.
+  double dropout = 0.0;
+  std::optional<uint64_t> seed;
+  uint64_t stream = 0;
 };
 
 /// softmax(q k^T * scale + bias) v for q [B, H, T, D], k [B, H, S, D],

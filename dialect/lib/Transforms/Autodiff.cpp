@@ -1,0 +1,493 @@
+//===- Autodiff.cpp - Gradient and training-step entry points -------------===//
+//
+// Reverse-mode differentiation of the loss function named by `attn.train`:
+// the loss is inlined into a new function with dropout made active, then the
+// adjoints are propagated from the loss back to the parameter reads op by op
+// through GradientOpInterface, summing the adjoints of values used more than
+// once. `<loss>_grad` stores the gradients; `train_step` clips them by their
+// global norm and applies Adam. See docs/Autodiff.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+#include "attn/abi.h"
+
+using namespace mlir;
+
+namespace attn {
+#define GEN_PASS_DEF_ATTNAUTODIFF
+#define GEN_PASS_DEF_ATTNAUTODIFFPRIMAL
+#include "attn/Dialect/Transforms/Passes.h.inc"
+
+namespace {
+
+/// Calls nest at most this deep when the loss is inlined.
+constexpr unsigned kMaxInlineDepth = 64;
+
+RankedTensorType scalarF32(MLIRContext *context) {
+  return RankedTensorType::get({}, Float32Type::get(context));
+}
+
+bool isFloatTensor(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+/// A constant of `type` (static) with every element `value`.
+Value splat(OpBuilder &b, Location loc, RankedTensorType type, double value) {
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(type,
+                             b.getFloatAttr(type.getElementType(), value)));
+}
+
+/// The function attribute that marks `<loss>_grad` while it holds only the
+/// forward half (attn-autodiff-primal's output, attn-autodiff's input).
+constexpr StringLiteral kPrimalAttr = "attn.autodiff_primal";
+
+/// Inlines a function body (and the bodies of the functions it calls) at the
+/// builder's insertion point.
+class Inliner {
+public:
+  explicit Inliner(ModuleOp module) : module(module) {}
+
+  LogicalResult inlineBody(OpBuilder &b, func::FuncOp callee, ValueRange args,
+                           SmallVectorImpl<Value> &results, unsigned depth);
+
+  /// The ops cloned, in order.
+  SmallVector<Operation *> cloned;
+
+private:
+  ModuleOp module;
+};
+
+LogicalResult Inliner::inlineBody(OpBuilder &b, func::FuncOp callee,
+                                  ValueRange args,
+                                  SmallVectorImpl<Value> &results,
+                                  unsigned depth) {
+  if (depth > kMaxInlineDepth)
+    return callee.emitError()
+           << "calls nest deeper than " << kMaxInlineDepth << " in the loss";
+  if (!callee.getBody().hasOneBlock())
+    return callee.emitError() << "cannot be differentiated: it has "
+                              << "control flow";
+  IRMapping mapping;
+  mapping.map(callee.getArguments(), args);
+  for (Operation &op : callee.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value operand : ret.getOperands())
+        results.push_back(mapping.lookup(operand));
+      return success();
+    }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto target = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
+      if (!target || target.isExternal())
+        return call.emitError() << "calls '" << call.getCallee()
+                                << "', which has no body to differentiate";
+      SmallVector<Value> callArgs, callResults;
+      for (Value operand : call.getOperands())
+        callArgs.push_back(mapping.lookup(operand));
+      if (failed(inlineBody(b, target, callArgs, callResults, depth + 1)))
+        return failure();
+      mapping.map(call.getResults(), callResults);
+      continue;
+    }
+    if (op.getNumRegions() != 0)
+      return op.emitError() << "cannot be differentiated: '" << op.getName()
+                            << "' has regions";
+    cloned.push_back(b.clone(op, mapping));
+  }
+  return callee.emitError() << "has no return";
+}
+
+/// Gives every dropout and attention dropout of nonzero rate among `ops` the
+/// entry point's seed and a stream of its own, numbered in program order.
+void seedDropout(OpBuilder &b, ArrayRef<Operation *> ops, Value seed) {
+  int64_t stream = 0;
+  for (Operation *op : ops) {
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      if (dropout.getSeed() || dropout.getRate().isZero())
+        continue;
+      b.setInsertionPoint(dropout);
+      auto seeded = DropoutOp::create(
+          b, dropout.getLoc(), dropout.getType(), dropout.getInput(), seed,
+          dropout.getRateAttr(), b.getI64IntegerAttr(stream++));
+      dropout.replaceAllUsesWith(seeded.getResult());
+      dropout.erase();
+      continue;
+    }
+    if (auto sdpa = dyn_cast<SdpaOp>(op)) {
+      if (sdpa.getSeed() || sdpa.getDropout().isZero())
+        continue;
+      b.setInsertionPoint(sdpa);
+      auto seeded =
+          SdpaOp::create(b, sdpa.getLoc(), sdpa.getType(), sdpa.getQuery(),
+                         sdpa.getKey(), sdpa.getValue(), sdpa.getKeyPadding(),
+                         seed, sdpa.getMaskAttr(), sdpa.getScaleAttr(),
+                         sdpa.getDropoutAttr(), b.getI64IntegerAttr(stream++));
+      sdpa.replaceAllUsesWith(seeded.getResult());
+      sdpa.erase();
+    }
+  }
+}
+
+/// A new function `name` at the end of the module with `like`'s first
+/// `numArgs` arguments (types and attributes), then `extra` arguments, each
+/// with a unit attribute of the given name.
+func::FuncOp createEntry(OpBuilder &b, func::FuncOp like, unsigned numArgs,
+                         StringRef name,
+                         ArrayRef<std::pair<Type, StringRef>> extra,
+                         TypeRange results) {
+  SmallVector<Type> inputs(like.getArgumentTypes().take_front(numArgs));
+  for (auto [type, attr] : extra)
+    inputs.push_back(type);
+  auto function = func::FuncOp::create(b, like.getLoc(), name,
+                                       b.getFunctionType(inputs, results));
+  for (unsigned i = 0; i < numArgs; ++i)
+    if (DictionaryAttr attrs = like.getArgAttrDict(i))
+      function.setArgAttrs(i, attrs);
+  for (auto [index, entry] : llvm::enumerate(extra))
+    function.setArgAttr(numArgs + index, entry.second, b.getUnitAttr());
+  function.addEntryBlock();
+  return function;
+}
+
+RankedTensorType seedType(MLIRContext *context) {
+  return RankedTensorType::get({}, IntegerType::get(context, 64));
+}
+
+/// The loss function of the module's `attn.train`, checked; null (and
+/// success) when the module has none.
+FailureOr<func::FuncOp> getLoss(ModuleOp module, TrainOp &train) {
+  auto trains = llvm::to_vector(module.getOps<TrainOp>());
+  if (trains.empty())
+    return func::FuncOp();
+  train = trains.front();
+  auto loss = module.lookupSymbol<func::FuncOp>(train.getLossAttr());
+  if (!loss || loss.isExternal())
+    return train.emitError() << "the loss '" << train.getLoss()
+                             << "' is not a function with a body";
+  FunctionType type = loss.getFunctionType();
+  if (type.getNumResults() != 1 ||
+      type.getResult(0) != scalarF32(module.getContext()))
+    return loss.emitError() << "the loss '" << loss.getSymName()
+                            << "' must return one tensor<f32> to be "
+                               "differentiated";
+  return loss;
+}
+
+/// `@<loss>_grad(<loss's arguments>, %seed {attn.seed}) -> tensor<f32>`
+/// holding the loss inlined with every dropout seeded, marked as a primal:
+/// what attn-autodiff differentiates. An existing primal is returned as it
+/// is; null when the module has no `attn.train`, or defines both training
+/// entry points itself (hand-written attn IR keeps its own).
+FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
+  TrainOp train;
+  FailureOr<func::FuncOp> loss = getLoss(module, train);
+  if (failed(loss) || !*loss)
+    return loss;
+  std::string name = (loss->getSymName() + "_grad").str();
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
+    if (existing->hasAttr(kPrimalAttr))
+      return existing;
+    if (module.lookupSymbol<func::FuncOp>("train_step"))
+      return func::FuncOp();
+    return module.emitError() << "the module already defines '" << name
+                              << "', which the autodiff pass derives";
+  }
+  MLIRContext *context = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  unsigned numArgs = loss->getNumArguments();
+  func::FuncOp primal =
+      createEntry(b, *loss, numArgs, name, {{seedType(context), "attn.seed"}},
+                  {scalarF32(context)});
+  primal->setAttr(kPrimalAttr, b.getUnitAttr());
+  Block &block = primal.getBody().front();
+  b.setInsertionPointToEnd(&block);
+  Inliner inliner(module);
+  SmallVector<Value> results;
+  if (failed(inliner.inlineBody(
+          b, *loss, block.getArguments().take_front(numArgs), results, 0))) {
+    primal.erase();
+    return failure();
+  }
+  seedDropout(b, inliner.cloned, block.getArgument(numArgs));
+  b.setInsertionPointToEnd(&block);
+  func::ReturnOp::create(b, loss->getLoc(), results);
+  return primal;
+}
+
+/// Appends the reverse pass of a function body: the body's ops are the
+/// forward pass and `loss` its scalar result.
+class Differentiator {
+public:
+  explicit Differentiator(ArrayRef<ParamOp> params) : params(params) {}
+
+  /// Builds, at the end of `block`, the adjoints of every parameter read by
+  /// the ops of `block`; returns them in declaration order (zeros for one
+  /// the loss does not read).
+  FailureOr<SmallVector<Value>> run(Block &block, Value loss);
+
+private:
+  void accumulate(OpBuilder &b, Location loc, Value value, Value grad);
+
+  ArrayRef<ParamOp> params;
+  llvm::DenseMap<Value, Value> adjoints;
+};
+
+/// `sum + grad` with the type `type` (the inferred type of the sum may be
+/// less static than the value's).
+Value accumulateInto(OpBuilder &b, Location loc, Value sum, Value grad,
+                     Type type) {
+  if (!sum)
+    return grad;
+  Value added = AddOp::create(b, loc, sum, grad);
+  if (added.getType() == type)
+    return added;
+  SmallVector<Value> sizes;
+  auto ranked = cast<RankedTensorType>(type);
+  for (int64_t d = 0; d < ranked.getRank(); ++d)
+    if (ranked.isDynamicDim(d))
+      sizes.push_back(DimOp::create(b, loc, sum, d));
+  return ReshapeOp::create(b, loc, type, added, sizes);
+}
+
+void Differentiator::accumulate(OpBuilder &b, Location loc, Value value,
+                                Value grad) {
+  Value &slot = adjoints[value];
+  slot = accumulateInto(b, loc, slot, grad, value.getType());
+}
+
+FailureOr<SmallVector<Value>> Differentiator::run(Block &block, Value loss) {
+  SmallVector<Operation *> forward;
+  for (Operation &op : block)
+    forward.push_back(&op);
+  OpBuilder b = OpBuilder::atBlockEnd(&block);
+
+  // Only values that depend on a parameter get adjoints: the rest (ids,
+  // masks, position tables) would only build dead code.
+  llvm::DenseSet<Value> active;
+  for (Operation *op : forward) {
+    bool isActive = false;
+    if (auto read = dyn_cast<GetParamOp>(op))
+      isActive = read.getBuffer() == ParamBuffer::value;
+    else
+      isActive = llvm::any_of(op->getOperands(),
+                              [&](Value v) { return active.contains(v); });
+    if (!isActive)
+      continue;
+    for (Value result : op->getResults())
+      if (isFloatTensor(result))
+        active.insert(result);
+  }
+
+  llvm::StringMap<Value> paramGrads;
+  if (active.contains(loss))
+    adjoints[loss] = splat(b, loss.getLoc(), scalarF32(b.getContext()), 1.0);
+  for (Operation *op : llvm::reverse(forward)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value result : op->getResults()) {
+      Value grad = active.contains(result) ? adjoints.lookup(result) : Value();
+      any |= static_cast<bool>(grad);
+      resultGrads.push_back(grad);
+    }
+    if (!any)
+      continue;
+    if (auto read = dyn_cast<GetParamOp>(op)) {
+      Value &slot = paramGrads[read.getName()];
+      slot =
+          accumulateInto(b, op->getLoc(), slot, resultGrads[0], read.getType());
+      continue;
+    }
+    auto rule = dyn_cast<GradientOpInterface>(op);
+    if (!rule)
+      return op->emitError()
+             << "'" << op->getName() << "' has no gradient rule";
+    SmallVector<Value> operandGrads;
+    if (failed(rule.buildGradient(b, resultGrads, operandGrads)))
+      return failure();
+    assert(operandGrads.size() == op->getNumOperands() &&
+           "a rule returns one adjoint (or null) per operand");
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!grad || !active.contains(operand))
+        continue;
+      assert(grad.getType() == operand.getType() &&
+             "an adjoint has the type of its value");
+      accumulate(b, op->getLoc(), operand, grad);
+    }
+  }
+
+  SmallVector<Value> grads;
+  for (ParamOp param : params) {
+    Value grad = paramGrads.lookup(param.getSymName());
+    grads.push_back(
+        grad ? grad : splat(b, param.getLoc(), param.getTensorType(), 0.0));
+  }
+  return grads;
+}
+
+/// Erases the ops of `function` whose results are unused and that have no
+/// effect: what a rule built for an operand that turned out not to need it.
+void eraseDeadOps(func::FuncOp function) {
+  Block &body = function.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (op.use_empty() && isMemoryEffectFree(&op) &&
+        !op.hasTrait<OpTrait::IsTerminator>())
+      op.erase();
+}
+
+/// Removes the return of `function` and gives its operands.
+SmallVector<Value> takeReturn(func::FuncOp function) {
+  Operation *terminator = function.getBody().front().getTerminator();
+  SmallVector<Value> results(terminator->getOperands());
+  terminator->erase();
+  return results;
+}
+
+/// Turns the primal into the gradient entry point: its reverse pass and
+/// `set_param @p grad` for every parameter.
+LogicalResult buildGradEntry(func::FuncOp primal, ArrayRef<ParamOp> params) {
+  Value loss = takeReturn(primal).front();
+  Block &block = primal.getBody().front();
+  FailureOr<SmallVector<Value>> grads = Differentiator(params).run(block, loss);
+  if (failed(grads))
+    return failure();
+  OpBuilder b = OpBuilder::atBlockEnd(&block);
+  for (auto [index, grad] : llvm::enumerate(*grads)) {
+    ParamOp param = params[index];
+    SetParamOp::create(b, param.getLoc(), param.getSymName(), ParamBuffer::grad,
+                       grad);
+  }
+  func::ReturnOp::create(b, primal.getLoc(), loss);
+  primal->removeAttr(kPrimalAttr);
+  eraseDeadOps(primal);
+  return success();
+}
+
+/// `train_step`: a copy of the primal with the hyperparameter argument, its
+/// reverse pass, clipping by the global norm and one Adam step per
+/// parameter.
+LogicalResult buildTrainStep(ModuleOp module, TrainOp train,
+                             func::FuncOp primal, ArrayRef<ParamOp> params) {
+  MLIRContext *context = module.getContext();
+  RankedTensorType f32 = scalarF32(context);
+  auto hyperType =
+      RankedTensorType::get({ATTN_HYPER_COUNT}, Float32Type::get(context));
+  unsigned numArgs = primal.getNumArguments() - 1;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  func::FuncOp entry =
+      createEntry(b, primal, numArgs, "train_step",
+                  {{hyperType, "attn.hyper"}, {seedType(context), "attn.seed"}},
+                  {f32, f32});
+  Block &block = entry.getBody().front();
+  IRMapping mapping;
+  mapping.map(primal.getArguments().take_front(numArgs),
+              block.getArguments().take_front(numArgs));
+  mapping.map(primal.getArgument(numArgs), block.getArgument(numArgs + 1));
+  b.setInsertionPointToEnd(&block);
+  for (Operation &op : primal.getBody().front())
+    b.clone(op, mapping);
+  Value loss = takeReturn(entry).front();
+  FailureOr<SmallVector<Value>> grads = Differentiator(params).run(block, loss);
+  if (failed(grads))
+    return failure();
+
+  Location loc = train.getLoc();
+  b.setInsertionPointToEnd(&block);
+  Value hyperArg = block.getArgument(numArgs);
+  auto hyper = [&](attn_hyper_index index) -> Value {
+    return TakeOp::create(b, loc, hyperArg, 0, static_cast<int64_t>(index));
+  };
+  Value norm = GlobalNormOp::create(b, loc, *grads);
+
+  // torch.nn.utils.clip_grad_norm_: scale = min(1, clip / (norm + 1e-6)),
+  // none when clipping is off (clip = 0).
+  Value zero = splat(b, loc, f32, 0.0);
+  Value one = splat(b, loc, f32, 1.0);
+  Value clip = hyper(ATTN_HYPER_CLIP_NORM);
+  Value ratio = DivOp::create(
+      b, loc, clip, AddOp::create(b, loc, norm, splat(b, loc, f32, 1e-6)));
+  Value below = CompareOp::create(b, loc, CompareKind::lt, ratio, one);
+  Value clamped = SelectOp::create(b, loc, below, ratio, one);
+  Value clipping = CompareOp::create(b, loc, CompareKind::gt, clip, zero);
+  Value scale = SelectOp::create(b, loc, clipping, clamped, one);
+
+  Value lr = hyper(ATTN_HYPER_LR), step = hyper(ATTN_HYPER_STEP);
+  Value beta1 = hyper(ATTN_HYPER_BETA1), beta2 = hyper(ATTN_HYPER_BETA2);
+  Value eps = hyper(ATTN_HYPER_EPS);
+  Value weightDecay = hyper(ATTN_HYPER_WEIGHT_DECAY);
+  bool decoupled = train.getOptimizer() == OptimizerKind::adamw;
+  for (auto [index, grad] : llvm::enumerate(*grads)) {
+    ParamOp param = params[index];
+    Location paramLoc = param.getLoc();
+    StringRef name = param.getSymName();
+    RankedTensorType type = param.getTensorType();
+    Value paramScale = scale;
+    if (type.getElementType() != f32.getElementType())
+      paramScale = CastOp::create(
+          b, paramLoc, RankedTensorType::get({}, type.getElementType()), scale);
+    Value clipped = MulOp::create(b, paramLoc, grad, paramScale);
+    // Every read of a buffer precedes the write of that buffer.
+    Value value =
+        GetParamOp::create(b, paramLoc, type, name, ParamBuffer::value);
+    Value firstMoment =
+        GetParamOp::create(b, paramLoc, type, name, ParamBuffer::first_moment);
+    Value secondMoment =
+        GetParamOp::create(b, paramLoc, type, name, ParamBuffer::second_moment);
+    auto update = AdamUpdateOp::create(b, paramLoc, value, clipped, firstMoment,
+                                       secondMoment, lr, step, beta1, beta2,
+                                       eps, weightDecay, decoupled);
+    SetParamOp::create(b, paramLoc, name, ParamBuffer::value,
+                       update.getNewParam());
+    SetParamOp::create(b, paramLoc, name, ParamBuffer::first_moment,
+                       update.getNewFirstMoment());
+    SetParamOp::create(b, paramLoc, name, ParamBuffer::second_moment,
+                       update.getNewSecondMoment());
+  }
+  func::ReturnOp::create(b, primal.getLoc(), ValueRange{loss, norm});
+  eraseDeadOps(entry);
+  return success();
+}
+
+struct AttnAutodiffPrimalPass
+    : impl::AttnAutodiffPrimalBase<AttnAutodiffPrimalPass> {
+  void runOnOperation() override {
+    if (failed(getOrCreatePrimal(getOperation())))
+      signalPassFailure();
+  }
+};
+
+struct AttnAutodiffPass : impl::AttnAutodiffBase<AttnAutodiffPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<func::FuncOp> primal = getOrCreatePrimal(module);
+    if (failed(primal))
+      return signalPassFailure();
+    if (!*primal)
+      return;
+    if (module.lookupSymbol("train_step")) {
+      module.emitError() << "the module already defines 'train_step', which "
+                            "the autodiff pass derives";
+      return signalPassFailure();
+    }
+    TrainOp train = *module.getOps<TrainOp>().begin();
+    auto params = llvm::to_vector(module.getOps<ParamOp>());
+    // train_step copies the primal before it becomes the gradient entry.
+    if (failed(buildTrainStep(module, train, *primal, params)) ||
+        failed(buildGradEntry(*primal, params)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace attn
