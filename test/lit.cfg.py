@@ -67,3 +67,13 @@ config.substitutions.append(
     ("%attnrt_lib", os.path.join(config.attn_obj_root, "lib", "libattnrt.a")))
 config.substitutions.append(
     ("%cc", shutil.which("clang-22") or shutil.which("cc") or "cc"))
+
+# The long training tests (test/Long, `REQUIRES: long`) run only with
+# `lit -Dlong=1`, which `make test-long` passes; `-Dbrown=DIR` says where
+# scripts/fetch-brown.py wrote the tagged Brown corpus (default:
+# ~/.cache/attnc/brown).
+if lit_config.params.get("long"):
+    config.available_features.add("long")
+config.substitutions.append(
+    ("%brown", lit_config.params.get("brown",
+                                     os.path.expanduser("~/.cache/attnc/brown"))))
