@@ -115,13 +115,14 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 	  -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 	  -rss_limit_mb=2048 -artifact_prefix=../artifacts/ -print_final_stats=1
 
-# Forward (and generate) tokens/s of char_gpt and gpt2_small, next to PyTorch
-# on the same weights when it imports; see tools/bench/bench.py. Needs numpy.
+# Forward, generate and train-step tokens/s of char_gpt and gpt2_small, next
+# to PyTorch on the same weights when it imports; see tools/bench/bench.py
+# (BENCH_ARGS: its options, e.g. --reuse, --rounds 2). Needs numpy.
 BENCH_PYTHON ?= $(shell for p in /usr/bin/python3 python3; do \
   $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
 
 bench: build
-	$(BENCH_PYTHON) tools/bench/bench.py --build $(BUILD)
+	$(BENCH_PYTHON) tools/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -21,8 +21,25 @@ included. attnc through the runtime's attn_generate (its prefill/decode_step
 path, with the key/value cache, when the model has them); PyTorch with a
 hand-written key/value cache over the same module's weights.
 
+`train step`: one optimizer step on a fixed batch (B from MODELS, T = 256,
+targets = the next tokens), timed whole. attnc: the compiled train_step
+through attn_run (driver.c: hyperparameters at the model's constant rate,
+dropout seed, gradient buffer zeroed, AdamW and global-norm clipping as
+compiled, dropout as in the model). PyTorch: the same module in train mode
+with nn.Dropout where the model has dropout, F.cross_entropy,
+loss.backward(), clip_grad_norm_(clip), torch.optim.AdamW (the model's
+lr, betas, eps, weight_decay; PyTorch's defaults otherwise), zero_grad().
+Before the first step both compute the loss on that batch with dropout off
+(attnc's `loss` entry, the module in eval mode), which must agree; the step
+1 losses (dropout on, different masks) are printed too. The first step is
+the warm-up. Each system trains its own copy of the weights, which drift
+apart (dropout masks differ); the work per step does not depend on them.
+Train steps run after the forward and generate runs (which see the initial
+weights).
+
 Usage: bench.py [--build DIR] [--attnc PATH] [--models a,b] [--rounds R]
-                [--reps N] [--budget S] [--batches 1,8] [--gen-new N] [--no-torch]
+                [--reps N] [--budget S] [--batches 1,8] [--gen-new N]
+                [--train-budget S] [--no-torch] [--reuse]
 """
 
 import argparse
@@ -43,9 +60,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # What the PyTorch twin of each model needs beyond its weights (the .tfm
 # files fix these; the weights give vocab, d and the layer count).
+# `dropout`: the rate after attention and after the MLP in each block;
+# `embed_dropout`: the rate on wte + wpe; `train_b`: the train step's batch.
 MODELS = {
-    "char_gpt": {"heads": 6, "gelu": "none"},
-    "gpt2_small": {"heads": 12, "gelu": "tanh"},
+    "char_gpt": {"heads": 6, "gelu": "none", "dropout": 0.1, "embed_dropout": 0.0,
+                 "train_b": 8},
+    "gpt2_small": {"heads": 12, "gelu": "tanh", "dropout": 0.1, "embed_dropout": 0.1,
+                   "train_b": 4},
 }
 
 T = 256
@@ -118,11 +139,12 @@ def torch_worker(args):
             self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
             self.ln_2 = nn.LayerNorm(d)
             self.mlp = FeedForward()
+            self.drop = nn.Dropout(cfg["dropout"])
 
         def forward(self, x, mask):
             h = self.ln_1(x)
-            x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
-            return x + self.mlp(self.ln_2(x))
+            x = x + self.drop(self.attn(h, h, h, attn_mask=mask, need_weights=False)[0])
+            return x + self.drop(self.mlp(self.ln_2(x)))
 
         def cached(self, x, cache):
             """The same block on new positions x [1, t, d] with the keys and
@@ -147,10 +169,11 @@ def torch_worker(args):
             self.wpe = nn.Embedding(ctx, d)
             self.h = nn.ModuleList(Block() for _ in range(layers))
             self.ln_f = nn.LayerNorm(d)
+            self.drop = nn.Dropout(cfg["embed_dropout"])
 
         def forward(self, tokens):
             t = tokens.shape[1]
-            x = self.wte(tokens) + self.wpe(torch.arange(t))
+            x = self.drop(self.wte(tokens) + self.wpe(torch.arange(t)))
             mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
             for block in self.h:
                 x = block(x, mask)
@@ -182,11 +205,54 @@ def torch_worker(args):
             "version": torch.__version__}
     print(json.dumps(info), flush=True)
     warm = set()
-    with torch.no_grad():
-        for line in sys.stdin:
-            cmd = json.loads(line)
-            if cmd["cmd"] == "quit":
-                break
+    train = {}  # the optimizer and the batch shape trained on
+
+    def batch(b):
+        """The batch driver.c's `train` and `loss` use."""
+        ids = torch.from_numpy(lcg_tokens(b * (T + 1)).reshape(b, T + 1).astype(np.int64))
+        return ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+
+    def train_step(tokens, targets):
+        model.train()
+        logits = model(tokens)
+        loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), train["clip"])
+        train["opt"].step()
+        train["opt"].zero_grad()
+        model.eval()
+        return float(loss), float(norm)
+
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "quit":
+            break
+        if cmd["cmd"] == "train":
+            b, reps = cmd["b"], cmd["reps"]
+            tokens, targets = batch(b)
+            if train.get("b") != b:
+                lr, beta1, beta2, eps, wd, clip = cmd["hyper"]
+                train.update(b=b, clip=clip, opt=torch.optim.AdamW(
+                    model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=wd))
+                loss, norm = train_step(tokens, targets)  # warm-up: step 1
+                train["step1"] = {"loss": loss, "norm": norm}
+            times, losses = [], []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                loss, _ = train_step(tokens, targets)
+                times.append(time.perf_counter() - t0)
+                losses.append(loss)
+            print(json.dumps({"seconds": times, "loss": losses, "step1": train["step1"]}),
+                  flush=True)
+            continue
+        if cmd["cmd"] == "loss":
+            tokens, targets = batch(cmd["b"])
+            with torch.no_grad():
+                logits = model(tokens)
+                loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+            print(json.dumps({"loss": float(loss)}), flush=True)
+            continue
+        with torch.no_grad():
             if cmd["cmd"] == "check":
                 tokens = torch.from_numpy(np.load(cmd["tokens"]).astype(np.int64))
                 ref = np.load(cmd["reference"])
@@ -231,6 +297,7 @@ class TorchProcess:
              "--weights", weights], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             env=env)
         self.info = json.loads(self.p.stdout.readline())
+        self.hyper = None  # the optimizer values: attnc's (AttncProcess.hyper)
 
     def ask(self, **cmd):
         self.p.stdin.write(json.dumps(cmd) + "\n")
@@ -245,6 +312,14 @@ class TorchProcess:
 
     def generate(self, prompt, new):
         return new / self.ask(cmd="generate", prompt=prompt, new=new)["seconds"][0]
+
+    def train(self, b, reps):
+        r = self.ask(cmd="train", b=b, reps=reps, hyper=self.hyper)
+        self.step1 = r["step1"]
+        return r["seconds"]
+
+    def loss(self, b):
+        return self.ask(cmd="loss", b=b)["loss"]
 
     def close(self):
         try:
@@ -278,6 +353,21 @@ class AttncProcess:
     def generate(self, prompt, new):
         r = self.ask(f"generate {prompt} {new}")[0]
         return int(r[3]) / float(r[1])
+
+    def train(self, b, reps):
+        out = []
+        for r in self.ask(f"train {b} {T} {reps}"):
+            if r[0] == "warm-up":
+                self.step1 = {"loss": float(r[4]), "norm": float(r[6])}
+            else:
+                out.append(float(r[1]))
+        return out
+
+    def loss(self, b):
+        return float(self.ask(f"loss {b} {T}")[0][1])
+
+    def hyper(self):
+        return [float(x) for x in self.ask("hyper")[0][1:]]
 
     def close(self):
         try:
@@ -337,17 +427,19 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def measure(systems, b, rounds, reps, budget):
+def measure(systems, b, rounds, reps, budget, what="forward"):
     """Interleaved rounds of `reps` runs per system (fewer for slow ones, so
-    that a system spends about `budget` seconds in all); medians."""
+    that a system spends about `budget` seconds in all); medians. `what`:
+    "forward" or "train" (one optimizer step a run)."""
     times = {name: [] for name in systems}
-    per_run = {name: sys_.forward(b, 1)[0] for name, sys_ in systems.items()}  # + warm-up
+    per_run = {name: getattr(sys_, what)(b, 1)[0]  # + warm-up
+               for name, sys_ in systems.items()}
     for r in range(rounds):
         for name, sys_ in systems.items():
             k = max(1, min(reps, int(budget / rounds / max(per_run[name], 1e-9))))
             if r > 0 and sum(times[name]) > budget:
                 continue
-            times[name] += sys_.forward(b, k)
+            times[name] += getattr(sys_, what)(b, k)
     return {name: (statistics.median(t), len(t)) for name, t in times.items()}
 
 
@@ -362,8 +454,14 @@ def main():
     parser.add_argument("--budget", type=float, default=30.0,
                         help="seconds of runs per system and workload, about")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep a model's object from an earlier run when it is newer than "
+                             "attnc and every models/*.tfm")
     parser.add_argument("--batches", default=",".join(str(b) for b in BATCHES),
                         help="batch sizes of the forward runs")
+    parser.add_argument("--train-budget", type=float, default=45.0,
+                        help="seconds of train steps per system and model, about; 0: no "
+                             "train step")
     parser.add_argument("--gen-new", type=int, default=32)
     parser.add_argument("--gen-prompt", type=int, default=64)
     parser.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
@@ -389,10 +487,16 @@ def main():
         obj = os.path.join(work, model + ".o")
         exe = os.path.join(work, model + "-bench")
         weights = os.path.join(work, model + ".safetensors")
-        log(f"[{model}] attnc compile")
-        t0 = time.perf_counter()
-        run([attnc, "compile", src, "-o", obj])
-        notes.append(f"{model}: `attnc compile` {time.perf_counter() - t0:.1f} s")
+        sources = [attnc] + [os.path.join(ROOT, "models", f)
+                             for f in os.listdir(os.path.join(ROOT, "models"))]
+        if args.reuse and os.path.exists(obj) and all(
+                os.path.getmtime(obj) > os.path.getmtime(f) for f in sources):
+            notes.append(f"{model}: object reused (--reuse), not recompiled")
+        else:
+            log(f"[{model}] attnc compile")
+            t0 = time.perf_counter()
+            run([attnc, "compile", src, "-o", obj])
+            notes.append(f"{model}: `attnc compile` {time.perf_counter() - t0:.1f} s")
         run([cc, "-O2", "-o", exe, os.path.join(ROOT, "tools", "bench", "driver.c"), obj,
              runtime, f"-DMODEL_INFO={model}_model_info",
              "-I", os.path.join(ROOT, "runtime", "include"), "-lm", "-lpthread"])
@@ -435,6 +539,32 @@ def main():
                                  system + " eager" * (system == "PyTorch"), threads,
                                  f"{gen[name]:,.1f}",
                                  f"{gen[name] / ref:.2f}" if ref else "-", 1))
+            if args.train_budget > 0:
+                b = MODELS[model]["train_b"]
+                work_name = f"train step B={b} T={T}"
+                log(f"[{model}] {work_name}")
+                losses = {name: s.loss(b) for name, s in systems.items()}
+                if "PyTorch/2" in systems:
+                    systems["PyTorch/2"].hyper = systems["attnc/1"].hyper()
+                    ref = losses["PyTorch/2"]
+                    notes.append(
+                        f"{model}: loss on the train batch B={b} T={T} before any step, dropout "
+                        f"off (attnc's `loss` entry, PyTorch's module in eval mode): attnc "
+                        f"{losses['attnc/1']:.6f} (1 thread) / {losses['attnc/2']:.6f} "
+                        f"(2 threads), PyTorch {ref:.6f}; relative difference "
+                        f"{abs(losses['attnc/1'] - ref) / abs(ref):.1e}")
+                res = measure(systems, b, args.rounds, args.reps, args.train_budget, "train")
+                notes.append(f"{model}: train step 1 (dropout on, each system its own masks): " +
+                             ", ".join(f"{name} loss {s.step1['loss']:.4f} grad norm "
+                                       f"{s.step1['norm']:.3f}"
+                                       for name, s in systems.items()))
+                ref = res["PyTorch/2"][0] if "PyTorch/2" in res else None
+                for name in sorted(res, key=lambda n: (not n.startswith("PyTorch"), n)):
+                    med, n = res[name]
+                    system, threads = name.split("/")
+                    rows.append((model, work_name, system + " eager" * (system == "PyTorch"),
+                                 threads, f"{b * T / med:,.1f}",
+                                 f"{ref / med:.2f}" if ref else "-", n))
         finally:
             for s in systems.values():
                 s.close()

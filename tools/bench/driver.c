@@ -13,6 +13,20 @@
  *     generate P N       one greedy generation of N tokens after a P-token
  *                        prompt through attn_generate (after a 1-token
  *                        warm-up): "seconds S tokens N"
+ *     train B T REPS     REPS timed optimizer steps of train_step on one
+ *                        fixed batch of B x T tokens and their next tokens
+ *                        (after one warm-up step the first time a shape is
+ *                        seen, which is step 1: "warm-up step 1 loss L norm
+ *                        N"): "seconds S loss L norm N" each. A step is what the runtime's `train` does
+ *                        around the call: set the hyperparameters (the
+ *                        model's `train { }` values at a constant rate) and
+ *                        the dropout seed attn_dropout_seed(1, t), zero the
+ *                        gradient buffer, call train_step (AdamW, clipping
+ *                        and dropout as compiled); all of it is timed.
+ *     loss B T           the `loss` entry (dropout off) on that batch, with
+ *                        the current weights: "loss L"
+ *     hyper              the optimizer values train uses: "hyper LR BETA1
+ *                        BETA2 EPS WEIGHT_DECAY CLIP_NORM"
  *     quit
  *   each command's output ends with a line "ok".
  *
@@ -89,6 +103,105 @@ static double run_forward(attn_ctx *ctx, int64_t b, int64_t t,
   return t1 - t0;
 }
 
+/* B sequences of T + 1 ids: the tokens are the first T of each, the
+ * targets the last T (bench.py's batch). Returns 0, or -1 without memory. */
+static int make_batch(int64_t b, int64_t t, int32_t **tokens,
+                      int32_t **targets) {
+  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(b * (t + 1)));
+  *tokens = malloc(sizeof(int32_t) * (size_t)(b * t));
+  *targets = malloc(sizeof(int32_t) * (size_t)(b * t));
+  if (!ids || !*tokens || !*targets) {
+    free(ids);
+    free(*tokens);
+    free(*targets);
+    return -1;
+  }
+  fill_tokens(ids, b * (t + 1));
+  for (int64_t i = 0; i < b; ++i) {
+    memcpy(*tokens + i * t, ids + i * (t + 1), sizeof(int32_t) * (size_t)t);
+    memcpy(*targets + i * t, ids + i * (t + 1) + 1,
+           sizeof(int32_t) * (size_t)t);
+  }
+  free(ids);
+  return 0;
+}
+
+static const attn_entry_info *find_entry(const char *name) {
+  for (int32_t i = 0; i < MODEL_INFO.num_entries; ++i)
+    if (!strcmp(MODEL_INFO.entries[i].name, name))
+      return &MODEL_INFO.entries[i];
+  return NULL;
+}
+
+/* Calls `entry` (train_step or loss: inputs named tokens and targets) on the
+ * batch; results[0] is the loss, results[1] (train_step) the gradient norm.
+ * For train_step, `step` is t (from 1): the hyperparameters and seed are set
+ * and the gradients zeroed first. Returns the seconds, all of it, or -1. */
+static double run_loss_entry(attn_ctx *ctx, const char *entry_name,
+                             int64_t b, int64_t t, int64_t step,
+                             float *loss, float *norm) {
+  const attn_entry_info *e = find_entry(entry_name);
+  if (!e) {
+    fprintf(stderr, "error: the model has no entry point '%s'\n", entry_name);
+    return -1;
+  }
+  int32_t *tokens = NULL, *targets = NULL;
+  if (make_batch(b, t, &tokens, &targets))
+    return -1;
+  int64_t dims[2] = {b, t};
+  attn_tensor tv, gv;
+  attn_tensor_view(&tv, ATTN_I32, 2, dims, tokens);
+  attn_tensor_view(&gv, ATTN_I32, 2, dims, targets);
+  const attn_tensor *in[4];
+  int32_t n_in = 0, has_grads = 0;
+  for (int32_t i = 0; i < e->num_args; ++i) {
+    if (e->args[i].kind == ATTN_ARG_GRADS)
+      has_grads = 1;
+    if (e->args[i].kind != ATTN_ARG_INPUT)
+      continue;
+    if (n_in == 4 || (strcmp(e->args[i].name, "tokens") &&
+                      strcmp(e->args[i].name, "targets"))) {
+      fprintf(stderr, "error: %s takes an input other than tokens, targets\n",
+              entry_name);
+      free(tokens);
+      free(targets);
+      return -1;
+    }
+    in[n_in++] = strcmp(e->args[i].name, "tokens") ? &gv : &tv;
+  }
+  float *grads = NULL;
+  if (has_grads && attn_ctx_train_buffer(ctx, ATTN_ARG_GRADS, &grads)) {
+    free(tokens);
+    free(targets);
+    return -1;
+  }
+  attn_tensor results[2];
+  memset(results, 0, sizeof results);
+  int32_t n_out = e->num_results < 2 ? e->num_results : 2;
+  double t0 = now();
+  if (step > 0) {
+    float hyper[ATTN_HYPER_COUNT];
+    attn_train_info ti = *MODEL_INFO.train;
+    ti.schedule = ATTN_SCHEDULE_CONSTANT;
+    attn_train_hyper(&ti, step, hyper);
+    attn_ctx_set_hyper(ctx, hyper);
+    attn_ctx_set_seed(ctx, attn_dropout_seed(1, (uint64_t)step));
+    if (grads)
+      memset(grads, 0, sizeof(float) * (size_t)MODEL_INFO.num_param_elements);
+  }
+  attn_status st = attn_run(ctx, entry_name, in, n_in, results, n_out);
+  double t1 = now();
+  free(tokens);
+  free(targets);
+  if (st != ATTN_OK)
+    return -1;
+  *loss = *(const float *)results[0].data;
+  *norm = n_out > 1 ? *(const float *)results[1].data : 0.0f;
+  for (int32_t r = 0; r < n_out; ++r)
+    attn_tensor_release(&results[r]);
+  return t1 - t0;
+}
+
 static double run_generate(attn_ctx *ctx, int64_t prompt_len, int64_t num_new,
                            int64_t *generated) {
   int32_t *prompt = malloc(sizeof(int32_t) * (size_t)prompt_len);
@@ -115,6 +228,8 @@ static int serve(attn_ctx *ctx) {
   char line[256];
   int64_t warm_b[64], warm_t[64];
   int warmed = 0;
+  int64_t step = 0; /* train_step calls so far */
+  int64_t train_b = -1, train_t = -1;
   while (fgets(line, sizeof line, stdin)) {
     long long a = 0, b = 0, c = 0;
     if (!strncmp(line, "quit", 4))
@@ -137,6 +252,39 @@ static int serve(attn_ctx *ctx) {
           return fail("forward");
         printf("seconds %.6f\n", s);
       }
+    } else if (sscanf(line, "train %lld %lld %lld", &a, &b, &c) == 3) {
+      if (!MODEL_INFO.train) {
+        fprintf(stderr, "error: the model has no train { } section\n");
+        return 2;
+      }
+      float loss, norm;
+      if (a != train_b || b != train_t) {
+        if (run_loss_entry(ctx, "train_step", a, b, ++step, &loss, &norm) < 0)
+          return fail("train_step");
+        printf("warm-up step %lld loss %.6f norm %.6f\n", (long long)step, loss,
+               norm);
+        train_b = a;
+        train_t = b;
+      }
+      for (long long r = 0; r < c; ++r) {
+        double s = run_loss_entry(ctx, "train_step", a, b, ++step, &loss, &norm);
+        if (s < 0)
+          return fail("train_step");
+        printf("seconds %.6f loss %.6f norm %.6f\n", s, loss, norm);
+      }
+    } else if (sscanf(line, "loss %lld %lld", &a, &b) == 2) {
+      float loss, norm;
+      if (run_loss_entry(ctx, "loss", a, b, 0, &loss, &norm) < 0)
+        return fail("loss");
+      printf("loss %.6f\n", loss);
+    } else if (!strncmp(line, "hyper", 5)) {
+      const attn_train_info *ti = MODEL_INFO.train;
+      if (!ti) {
+        fprintf(stderr, "error: the model has no train { } section\n");
+        return 2;
+      }
+      printf("hyper %.9g %.9g %.9g %.9g %.9g %.9g\n", ti->lr, ti->beta1,
+             ti->beta2, ti->eps, ti->weight_decay, ti->clip_norm);
     } else if (sscanf(line, "generate %lld %lld", &a, &b) == 2) {
       int64_t generated = 0;
       if (run_generate(ctx, a, 1, &generated) < 0)
