@@ -126,15 +126,7 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
     // Key s is visible to query t when s <= t + (S - T).
     Value offset = arith::SubIOp::create(b, loc, keys, queries);
 
-    Value scale;
-    if (std::optional<APFloat> given = op.getScale()) {
-      scale = floatConstant(b, loc, element, given->convertToDouble());
-    } else {
-      Value d = arith::SIToFPOp::create(
-          b, loc, element,
-          arith::IndexCastOp::create(b, loc, b.getI64Type(), headDim));
-      scale = math::RsqrtOp::create(b, loc, d);
-    }
+    Value scale = attentionScale(b, loc, element, op.getScale(), headDim);
     Value negInf = floatConstant(b, loc, element,
                                  -std::numeric_limits<double>::infinity());
     Value zeroF = floatConstant(b, loc, element, 0);

@@ -136,16 +136,8 @@ struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
     Value keyTile = arith::ConstantIndexOp::create(b, loc, kKeyTile);
     // Key s is visible to query t when s <= t + (S - T).
     Value offset = arith::SubIOp::create(b, loc, keys, queries);
-    Value scale;
-    if (std::optional<APFloat> given = op.getScale()) {
-      scale = floatConstant(b, loc, element, given->convertToDouble());
-    } else {
-      Value d = arith::SIToFPOp::create(
-          b, loc, element,
-          arith::IndexCastOp::create(b, loc, b.getI64Type(),
-                                     dimOf(b, loc, q, 3)));
-      scale = math::RsqrtOp::create(b, loc, d);
-    }
+    Value scale =
+        attentionScale(b, loc, element, op.getScale(), dimOf(b, loc, q, 3));
     double inf = std::numeric_limits<double>::infinity();
     Value negInf = floatConstant(b, loc, element, -inf);
     Value zeroF = floatConstant(b, loc, element, 0);

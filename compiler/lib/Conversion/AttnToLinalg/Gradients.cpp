@@ -140,6 +140,27 @@ Value rowwise(OpBuilder &b, Location loc, ValueRange full, ValueRange reduced,
       .getResult(0);
 }
 
+/// A generic adding, per iteration, the addends `fn` computes from `inputs`
+/// to its outputs (`inits`, one per result): the body of the reductions
+/// below.
+SmallVector<Value> accumulate(OpBuilder &b, Location loc, TypeRange types,
+                              ValueRange inputs, ValueRange inits,
+                              ArrayRef<AffineMap> maps,
+                              ArrayRef<utils::IteratorType> iterators,
+                              ScalarFn1N fn) {
+  auto generic = linalg::GenericOp::create(
+      b, loc, types, inputs, inits, maps, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        SmallVector<Value> addends = fn(nb, l, args.take_front(inputs.size()));
+        SmallVector<Value> sums;
+        for (auto [sum, addend] :
+             llvm::zip(args.drop_front(inputs.size()), addends))
+          sums.push_back(arith::AddFOp::create(nb, l, sum, addend));
+        linalg::YieldOp::create(nb, l, sums);
+      });
+  return SmallVector<Value>(generic.getResults());
+}
+
 SmallVector<Value> reduceSums(OpBuilder &b, Location loc, ValueRange full,
                               ValueRange reduced, int64_t axis,
                               unsigned numResults, ScalarFn1N fn) {
@@ -165,18 +186,7 @@ SmallVector<Value> reduceSums(OpBuilder &b, Location loc, ValueRange full,
   iterators[axis] = utils::IteratorType::reduction;
   SmallVector<Value> inits(numResults, zero);
   SmallVector<Type> types(numResults, resultType);
-  auto generic = linalg::GenericOp::create(
-      b, loc, types, inputs, inits, maps, iterators,
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        SmallVector<Value> addends =
-            fn(nb, l, args.take_front(inputs.size()));
-        SmallVector<Value> sums;
-        for (unsigned i = 0; i < numResults; ++i)
-          sums.push_back(arith::AddFOp::create(
-              nb, l, args[inputs.size() + i], addends[i]));
-        linalg::YieldOp::create(nb, l, sums);
-      });
-  return SmallVector<Value>(generic.getResults().begin(), generic.getResults().end());
+  return accumulate(b, loc, types, inputs, inits, maps, iterators, fn);
 }
 
 /// Sums over every dim but the last (the feature dim) of `fn`'s addends,
@@ -209,18 +219,7 @@ SmallVector<Value> reducePerFeature(OpBuilder &b, Location loc, ValueRange full,
   iterators[rank - 1] = utils::IteratorType::parallel;
   SmallVector<Value> inits(numResults, zero);
   SmallVector<Type> types(numResults, featureType);
-  auto generic = linalg::GenericOp::create(
-      b, loc, types, inputs, inits, maps, iterators,
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        SmallVector<Value> addends =
-            fn(nb, l, args.take_front(inputs.size()));
-        SmallVector<Value> sums;
-        for (unsigned i = 0; i < numResults; ++i)
-          sums.push_back(arith::AddFOp::create(
-              nb, l, args[inputs.size() + i], addends[i]));
-        linalg::YieldOp::create(nb, l, sums);
-      });
-  return SmallVector<Value>(generic.getResults().begin(), generic.getResults().end());
+  return accumulate(b, loc, types, inputs, inits, maps, iterators, fn);
 }
 
 /// An element-wise map over a tensor of per-row statistics.

@@ -127,6 +127,16 @@ Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
   return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
 }
 
+Value attentionScale(OpBuilder &b, Location loc, Type element,
+                     std::optional<APFloat> given, Value headDim) {
+  if (given)
+    return floatConstant(b, loc, element, given->convertToDouble());
+  Value d = arith::SIToFPOp::create(
+      b, loc, element,
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), headDim));
+  return math::RsqrtOp::create(b, loc, d);
+}
+
 Value applyActivation(OpBuilder &b, Location loc, Activation activation,
                       Value x) {
   Type type = x.getType();

@@ -70,6 +70,12 @@ mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
 mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Type type, double value);
 
+/// The scale of attention scores: `given` when the op states one, else
+/// 1/sqrt(head dim).
+mlir::Value attentionScale(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type element, std::optional<llvm::APFloat> given,
+                           mlir::Value headDim);
+
 /// Applies an activation to a scalar.
 mlir::Value applyActivation(mlir::OpBuilder &b, mlir::Location loc,
                             Activation activation, mlir::Value x);
