@@ -308,7 +308,13 @@ bool Evaluator::declaresParameter(StringRef name) const {
   return declared.contains(name);
 }
 
-LogicalResult Evaluator::setParameter(StringRef name, Tensor value) {
+/// Checks that `value` fits the declared parameter `name` and gives it the
+/// parameter's element type (the values are taken as given: a double value
+/// stays exact). `what` names the buffer in the message.
+static LogicalResult
+adoptParameterValue(ModuleOp module,
+                    const llvm::StringMap<RankedTensorType> &declared,
+                    StringRef name, StringRef what, Tensor &value) {
   auto it = declared.find(name);
   if (it == declared.end())
     return emitError(module.getLoc())
@@ -316,10 +322,15 @@ LogicalResult Evaluator::setParameter(StringRef name, Tensor value) {
   RankedTensorType type = it->second;
   if (!isFloat(value.getDType()) || value.getShape() != type.getShape())
     return emitError(module.getLoc())
-           << "parameter '" << name << "' is " << typeString(type)
+           << what << "'" << name << "' is " << typeString(type)
            << ", got a value of type " << value.describe();
-  // The values are taken as given: a double value stays exact.
   value.setDType(*getDType(type));
+  return success();
+}
+
+LogicalResult Evaluator::setParameter(StringRef name, Tensor value) {
+  if (failed(adoptParameterValue(module, declared, name, "parameter ", value)))
+    return failure();
   parameters[name] = std::move(value);
   return success();
 }
@@ -350,16 +361,9 @@ LogicalResult Evaluator::setBuffer(ParamBufferKind buffer, StringRef name,
                                    Tensor value) {
   if (buffer == ParamBufferKind::Value)
     return setParameter(name, std::move(value));
-  auto it = declared.find(name);
-  if (it == declared.end())
-    return emitError(module.getLoc())
-           << "the model has no parameter '" << name << "'";
-  RankedTensorType type = it->second;
-  if (!isFloat(value.getDType()) || value.getShape() != type.getShape())
-    return emitError(module.getLoc())
-           << "buffer of parameter '" << name << "' is " << typeString(type)
-           << ", got a value of type " << value.describe();
-  value.setDType(*getDType(type));
+  if (failed(adoptParameterValue(module, declared, name,
+                                 "buffer of parameter ", value)))
+    return failure();
   buffers[static_cast<int>(buffer) - 1][name] = std::move(value);
   return success();
 }
