@@ -175,10 +175,12 @@ static int set_option(cli *c, const char *name, const char *v) {
                          "not '%s'",
                          v);
   } else if (strcmp(name, "--steps") == 0 || strcmp(name, "--batch") == 0 ||
-             strcmp(name, "--seq") == 0 || strcmp(name, "--save-every") == 0) {
+             strcmp(name, "--seq") == 0 || strcmp(name, "--save-every") == 0 ||
+             strcmp(name, "--min-count") == 0) {
     int64_t *dst = name[2] == 's' && name[3] == 't'   ? &c->steps
                    : name[2] == 'b'                   ? &c->batch
                    : name[2] == 's' && name[4] == 'q' ? &c->seq
+                   : name[2] == 'm'                   ? &c->min_count
                                                       : &c->save_every;
     if (!parse_i64(v, 1, INT32_MAX, dst))
       return usage_error(c, "%s takes a positive integer, not '%s'", name, v);
@@ -780,7 +782,7 @@ static const char *const TRAIN_OPTS[] = {
     "--save-every", "--resume",    "--checkpoint",     "--log",
     "--lr",         "--beta1",     "--beta2",          "--eps",
     "--weight-decay", "--clip-norm", "--schedule",     "--warmup",
-    "--schedule-steps", "--d-model", NULL};
+    "--schedule-steps", "--d-model", "--min-count", NULL};
 static const char *const EVAL_OPTS[] = {"-w",    "--data", "--format",
                                         "--batch", "--seq", "--fn", NULL};
 
@@ -863,6 +865,8 @@ static const command COMMANDS[] = {
      "  --seq T                positions per example (default: the model's\n"
      "                         limit, else 128)\n"
      "  --seed N               data order and dropout seed (default 0)\n"
+     "  --min-count N          tagged text: words seen fewer than N times\n"
+     "                         train their unknown-word class (default 2)\n"
      "  -o FILE                the trained weights (safetensors)\n"
      "  --save-every N         also save a checkpoint every N steps\n"
      "  --checkpoint FILE      where (default: OUT with .ckpt.safetensors)\n"

@@ -47,6 +47,7 @@ typedef struct cli {
   const char *data, *resume, *log, *checkpoint;
   int format;           /* attn_data_format; ATTN_DATA_AUTO by default */
   int64_t steps, batch, seq, save_every; /* 0: not given */
+  int64_t min_count;                     /* 0: not given */
   int schedule;         /* attn_schedule_kind, -1: not given */
   double hyper[HYPER_OPT_COUNT];
   int has_hyper[HYPER_OPT_COUNT];

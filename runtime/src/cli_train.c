@@ -845,7 +845,7 @@ int attn_cmd_train(cli *c) {
   /* The data, checked against the loss fn and (on resume) the checkpoint. */
   attn_data_spec spec = {m,      loss_e,     (attn_data_format)s.format,
                          s.seq,  vocab_meta, source,
-                         0};
+                         0,      c->min_count};
   if (attn_data_open(&data, c->data, &spec)) {
     st = input_error();
     goto done;
@@ -1014,7 +1014,7 @@ int attn_cmd_eval(cli *c) {
     goto done;
   }
   attn_data_spec spec = {m, e, (attn_data_format)c->format, c->seq, vocab,
-                         c->weights, 1};
+                         c->weights, 1, 0};
   if (attn_data_open(&data, c->data, &spec)) {
     st = input_error();
     goto done;

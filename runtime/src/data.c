@@ -19,6 +19,8 @@
 #include "data.h"
 
 #define DEFAULT_SEQ 128
+#define UNKNOWN_CLASS_MAX 24
+#define DEFAULT_MIN_COUNT 2
 
 /*===- Vocabularies -------------------------------------------------------===*/
 
@@ -96,6 +98,55 @@ static int32_t vocab_add(attn_vocab *v, const char *w) {
   return id;
 }
 
+/* The class of a word the vocabulary lacks, by its shape: "<unk:" then "9"
+ * if it has a digit, else "A" if it starts with an ASCII capital, else "a";
+ * then "-" if it has a hyphen; then "~" and the first of SUFFIXES it ends
+ * with (ASCII case folded); then ">". E.g. "Xyzzies" -> "<unk:A~s>",
+ * "1,250" -> "<unk:9>", "re-entering" -> "<unk:a-~ing>". Tagged vocabularies
+ * hold the classes of the rare training words (docs/Training.md), so an
+ * unseen word still says "capitalised", "ends in -ing", "a number". */
+static void unknown_class(const char *w, char out[UNKNOWN_CLASS_MAX]) {
+  static const char *const SUFFIXES[] = {
+      "ing", "ion", "ness", "ment", "able", "ible", "ive", "ous", "ful",
+      "less", "ed",  "ly",   "er",   "est",  "al",   "ic",  "ity", "ism",
+      "ist", "ize", "ise",  "es",   "s",    "y",    NULL};
+  int digit = 0, hyphen = 0;
+  size_t n = strlen(w);
+  for (size_t i = 0; i < n; ++i) {
+    digit = digit || (w[i] >= '0' && w[i] <= '9');
+    hyphen = hyphen || w[i] == '-';
+  }
+  const char *shape = digit ? "9" : (w[0] >= 'A' && w[0] <= 'Z') ? "A" : "a";
+  const char *suffix = NULL;
+  for (int k = 0; !digit && SUFFIXES[k] && !suffix; ++k) {
+    size_t m = strlen(SUFFIXES[k]);
+    if (n <= m)
+      continue;
+    int match = 1;
+    for (size_t j = 0; j < m && match; ++j) {
+      char c = w[n - m + j];
+      match = (c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c) ==
+              SUFFIXES[k][j];
+    }
+    if (match)
+      suffix = SUFFIXES[k];
+  }
+  snprintf(out, UNKNOWN_CLASS_MAX, "<unk:%s%s%s%s>", shape, hyphen ? "-" : "",
+           suffix ? "~" : "", suffix ? suffix : "");
+}
+
+/* The id of word `w`: its own, else its unknown class's (when the
+ * vocabulary has classes), else 1 (`<unk>`). */
+static int32_t word_id(const attn_vocab *v, const char *w) {
+  int32_t id = vocab_find(v, w);
+  if (id >= 0)
+    return id;
+  char cls[UNKNOWN_CLASS_MAX];
+  unknown_class(w, cls);
+  id = vocab_find(v, cls);
+  return id >= 0 ? id : 1;
+}
+
 /* Word counts while building a vocabulary. */
 typedef struct counter {
   attn_vocab v;
@@ -137,13 +188,11 @@ static int by_name(const void *a, const void *b) {
   return strcmp(sort_counter->v.words[x], sort_counter->v.words[y]);
 }
 
-/* out = the `specials`, then the counted words most frequent first (ties
- * in byte order; or all in byte order when `alphabetical`), at most `limit`
- * ids in all (0: no limit). */
-static int vocab_from_counts(attn_vocab *out, counter *c,
-                             const char *const *specials, int num_specials,
-                             int64_t limit, int alphabetical) {
-  memset(out, 0, sizeof *out);
+/* Appends to `out` the counted words seen at least `min_count` times that
+ * it lacks, most frequent first (ties in byte order; or all in byte order
+ * when `alphabetical`), until it holds `limit` ids (0: no limit). */
+static int vocab_append_counted(attn_vocab *out, counter *c, int64_t min_count,
+                                int64_t limit, int alphabetical) {
   int32_t *order = malloc(sizeof *order * (size_t)(c->v.n + 1));
   if (!order)
     return 0;
@@ -152,16 +201,27 @@ static int vocab_from_counts(attn_vocab *out, counter *c,
   sort_counter = c;
   qsort(order, (size_t)c->v.n, sizeof *order, alphabetical ? by_name : by_count);
   int ok = 1;
-  for (int i = 0; i < num_specials && ok; ++i)
-    ok = vocab_add(out, specials[i]) >= 0;
   for (int32_t i = 0; i < c->v.n && ok; ++i) {
     if (limit > 0 && out->n >= limit)
       break;
-    if (vocab_find(out, c->v.words[order[i]]) < 0)
+    if (c->counts[order[i]] >= min_count &&
+        vocab_find(out, c->v.words[order[i]]) < 0)
       ok = vocab_add(out, c->v.words[order[i]]) >= 0;
   }
   free(order);
   return ok;
+}
+
+/* out = the `specials`, then the counted words as vocab_append_counted
+ * appends them. */
+static int vocab_from_counts(attn_vocab *out, counter *c,
+                             const char *const *specials, int num_specials,
+                             int64_t limit, int alphabetical) {
+  memset(out, 0, sizeof *out);
+  int ok = 1;
+  for (int i = 0; i < num_specials && ok; ++i)
+    ok = vocab_add(out, specials[i]) >= 0;
+  return ok && vocab_append_counted(out, c, 1, limit, alphabetical);
 }
 
 static void counter_free(counter *c) {
@@ -540,7 +600,7 @@ static attn_status open_tagged(attn_dataset *d, const attn_data_spec *spec,
   attn_status st;
   char *buf = NULL, **lines = NULL;
   tagged_line *toks = NULL;
-  counter words = {0}, tags = {0};
+  counter words = {0}, tags = {0}, classes = {0};
   field fw = {0}, ft = {0};
   if ((st = read_file(d->path, &buf, &d->bytes, &d->hash, 1)))
     return st;
@@ -601,10 +661,25 @@ static attn_status open_tagged(attn_dataset *d, const attn_data_spec *spec,
         st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
         goto done;
       }
+    /* Words seen fewer than min_count times train their unknown classes,
+     * which come first: specials, classes, words (most frequent first). */
+    int64_t min_count = spec->min_count > 0 ? spec->min_count : DEFAULT_MIN_COUNT;
+    for (int64_t i = 0; i < nt; ++i) {
+      if (!toks[i].word ||
+          words.counts[vocab_find(&words.v, toks[i].word)] >= min_count)
+        continue;
+      char cls[UNKNOWN_CLASS_MAX];
+      unknown_class(toks[i].word, cls);
+      if (!count_word(&classes, cls)) {
+        st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
+        goto done;
+      }
+    }
     static const char *const word_specials[] = {"<pad>", "<unk>"};
     static const char *const tag_specials[] = {"<pad>"};
-    if (!vocab_from_counts(&d->vocab[0], &words, word_specials, 2, word_limit,
-                           0) ||
+    if (!vocab_from_counts(&d->vocab[0], &classes, word_specials, 2,
+                           word_limit, 0) ||
+        !vocab_append_counted(&d->vocab[0], &words, min_count, word_limit, 0) ||
         !vocab_from_counts(&d->vocab[1], &tags, tag_specials, 1, 0, 0)) {
       st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
       goto done;
@@ -631,13 +706,13 @@ static attn_status open_tagged(attn_dataset *d, const attn_data_spec *spec,
   for (int64_t i = 0; i <= nt; ++i) {
     int end = i == nt || !toks[i].word;
     if (!end) {
-      int32_t w = vocab_find(&d->vocab[0], toks[i].word);
+      int32_t w = word_id(&d->vocab[0], toks[i].word);
       int32_t t = vocab_find(&d->vocab[1], toks[i].tag);
       if (t <= 0) {
         t = 0; /* a tag the weights never saw: not scored */
         ++d->unknown_targets;
       }
-      if (!field_push(&fw, w < 0 ? 1 : w) || !field_push(&ft, t)) {
+      if (!field_push(&fw, w) || !field_push(&ft, t)) {
         st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
         goto done;
       }
@@ -669,6 +744,7 @@ done:
   free(ft.off);
   counter_free(&words);
   counter_free(&tags);
+  counter_free(&classes);
   free(toks);
   free(lines);
   free(buf);

@@ -71,6 +71,8 @@ typedef struct attn_data_spec {
   const attn_json *vocab;        /* "attn.vocab" of the weights, or NULL */
   const char *vocab_path;        /* the file it came from, for messages */
   int eval;                      /* keep every position (eval) */
+  int64_t min_count;             /* tagged words rarer than this in the
+                                    training file are unknown (0: 2) */
 } attn_data_spec;
 
 /* Reads `path` per `spec`: checks the format against the loss fn's

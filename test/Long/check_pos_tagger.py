@@ -7,7 +7,9 @@ to the most-frequent-tag baseline measured on the same split.
 
 The word and tag ids are rebuilt from the vocabulary the runtime stored in
 the weights' metadata (`attn.vocab`, docs/Training.md): word i of "words" is
-id i, a word not in it is 1 (`<unk>`), case kept; tag i of "tags" is class i,
+id i, a word not in it gets the id of its unknown-word class (`<unk:...>`,
+computed as runtime/src/data.c's unknown_class does) if the vocabulary has
+it, else 1 (`<unk>`); case kept; tag i of "tags" is class i,
 0 being padding. Sentences are cut into pieces of at most --seq words, as
 `train`/`eval` cut them (the model's learned positions stop at 128). The
 pieces, sorted by length, go through the binary's `forward` in padded
@@ -53,6 +55,28 @@ def read_tagged(path):
     if cur:
         sentences.append(cur)
     return sentences
+
+
+SUFFIXES = ["ing", "ion", "ness", "ment", "able", "ible", "ive", "ous", "ful",
+            "less", "ed", "ly", "er", "est", "al", "ic", "ity", "ism", "ist",
+            "ize", "ise", "es", "s", "y"]
+
+
+def unknown_class(word):
+    """The runtime's class of a word its vocabulary lacks (data.c)."""
+    digit = any("0" <= c <= "9" for c in word)
+    shape = "9" if digit else "A" if "A" <= word[0] <= "Z" else "a"
+    hyphen = "-" if "-" in word else ""
+    folded = "".join(c.lower() if "A" <= c <= "Z" else c for c in word)
+    suffix = next((s for s in SUFFIXES if not digit and len(word.encode()) > len(s)
+                   and folded.endswith(s)), None)
+    return f"<unk:{shape}{hyphen}{'~' + suffix if suffix else ''}>"
+
+
+def lookup(word_id, word):
+    if word in word_id:
+        return word_id[word]
+    return word_id.get(unknown_class(word), 1)
 
 
 def metadata(path):
@@ -107,9 +131,11 @@ def main():
         T = max(len(p) for p in batch)
         words = np.zeros((len(batch), T), dtype=np.int32)
         gold = np.zeros((len(batch), T), dtype=np.int64)
+        oov = np.zeros((len(batch), T), dtype=bool)
         for r, p in enumerate(batch):
             for c, (w, t) in enumerate(p):
-                words[r, c] = word_id.get(w, 1)
+                words[r, c] = lookup(word_id, w)
+                oov[r, c] = w not in word_id
                 gold[r, c] = tag_id.get(t, 0)
         inp = os.path.join(args.dir, "words.npy")
         out = os.path.join(args.dir, "logits.npy")
@@ -121,7 +147,7 @@ def main():
         pred = logits.argmax(axis=-1)
         mask = gold > 0  # padding and tags the vocabulary does not know
         correct += int(((pred == gold) & mask).sum())
-        unk = mask & (words == 1)
+        unk = mask & oov
         unk_correct += int(((pred == gold) & unk).sum())
         unk_scored += int(unk.sum())
         scored += int(mask.sum())
@@ -156,7 +182,7 @@ def main():
           f"{unknown_words} ({unknown_words / scored:.2%}) outside the model's {len(word_id)}-word vocabulary")
     print(f"eval loss: {eval_loss:.6f} (runtime), {my_loss:.6f} (from forward's logits)")
     print(f"tag accuracy: {accuracy:.4%} ({correct}/{scored}); on words in the vocabulary "
-          f"{(correct - unk_correct) / max(1, scored - unk_scored):.4%}, on <unk> {unk_correct / max(1, unk_scored):.4%}")
+          f"{(correct - unk_correct) / max(1, scored - unk_scored):.4%}, on words outside it {unk_correct / max(1, unk_scored):.4%}")
     print(f"most-frequent-tag baseline: {baseline:.4%} ({base_ok}/{base_n}, unknown words -> {top})")
     print(f"gain over the baseline: {100 * (accuracy - baseline):.2f} points")
     failures = []

@@ -543,6 +543,44 @@ def test_tagged(d):
     one_error_line(err, "w0.safetensors", "no vocabulary", what="eval without a vocabulary")
 
 
+def test_unknown_classes(d):
+    # Words seen fewer than --min-count times (default 2) train the class of
+    # their shape (data.c unknown_class), which comes right after <unk>; an
+    # unseen word later gets its class's id.
+    sents = [[("the", "DET"), ("dog", "NOUN"), ("runs", "VERB")],
+             [("a", "DET"), ("cat", "NOUN"), ("sleeps", "VERB")]] * 10
+    sents += [[("the", "DET"), ("Zebras", "NOUN"), ("runs", "VERB")],
+              [("a", "DET"), ("cat", "NOUN"), ("jumping", "VERB")],
+              [("the", "DET"), ("re-entering", "VERB"), ("1,250", "NUM")]]
+    text = "\n\n".join("\n".join(f"{w}\t{t}" for w, t in s) for s in sents) + "\n"
+    data = os.path.join(d, "rare.tagged")
+    write(data, text)
+    w0 = os.path.join(d, "w0.safetensors")
+    for extra, want in [([], ["<pad>", "<unk>", "<unk:9>", "<unk:A~s>", "<unk:a-~ing>",
+                              "<unk:a~ing>", "the", "a"]),
+                        (["--min-count", 1], ["<pad>", "<unk>", "the", "a"])]:
+        out = os.path.join(d, "rare.safetensors")
+        st, _, err = run(BIGRAM, "train", "-w", w0, "--data", data, "--steps", 60, "--batch", 6,
+                         "--schedule", "constant", "--lr", "0.05", *extra, "-o", out)
+        check(st == 0, f"train on tagged text with rare words: exit 0 ({err[-300:]!r})")
+        if st != 0:
+            return
+        words = json.loads(safetensors(out)[0]["attn.vocab"])["words"]
+        check(words[:len(want)] == want and ("Zebras" in words) == bool(extra),
+              f"tagged {extra}: unknown-word classes of the rare words first ({words})")
+    # With the classes (default): an unseen capitalised plural is <unk:A~s>,
+    # so it scores exactly as Zebras does, and not as an unseen plain word.
+    st, _, err = run(BIGRAM, "train", "-w", w0, "--data", data, "--steps", 60, "--batch", 6,
+                     "--schedule", "constant", "--lr", "0.05", "-o", out)
+    losses = []
+    for word in ["Zebras", "Quokkas", "quokka"]:
+        f = os.path.join(d, f"{word}.tagged")
+        write(f, f"the\tDET\n{word}\tNOUN\nruns\tVERB\n")
+        losses.append(eval_loss(BIGRAM, out, f)[0])
+    check(losses[0] == losses[1] != losses[2],
+          f"tagged eval: an unseen word takes its class's id ({losses})")
+
+
 def test_classifier(d):
     rng = np.random.default_rng(3)
     lines = []
@@ -592,6 +630,7 @@ def main():
     test_checkpoint_errors(d)
     test_data_errors(d)
     test_tagged(d)
+    test_unknown_classes(d)
     test_classifier(d)
     if failures:
         print(f"{len(failures)} check(s) failed; files kept in {d}")
