@@ -14,7 +14,8 @@ it byte-level, with bytes 2 and 3 as start and end of the target). The
 held-out inputs are distinct from each other and from every training input.
 
 Training: `train` with the model's own optimizer (Adam, beta2 0.98, eps 1e-9,
-no clipping, label smoothing 0.1 and dropout 0.1 as compiled) and its
+no clipping, label smoothing 0.1 as compiled; the test's copy of the model
+has dropout 0) and its
 inverse-square-root schedule with the warmup and scale given here
 (--lr, --warmup, --d-model 64).
 
