@@ -290,7 +290,7 @@ static int parse_options(cli *c, const command *cmd, int argc, char **argv,
 /*===- Shared steps -------------------------------------------------------===*/
 
 static int make_ctx(cli *c, attn_ctx **ctx) {
-  attn_options opts = {c->threads, NULL};
+  attn_options opts = {c->threads, NULL, 0};
   if (attn_ctx_create(c->model, &opts, ctx))
     return input_error();
   return -1;

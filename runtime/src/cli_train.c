@@ -108,7 +108,7 @@ static int scalar_results(const attn_entry_info *e, int32_t min) {
 static int load_weights_meta(cli *c, attn_ctx **ctx, attn_json **meta) {
   *meta = NULL;
   const attn_model_info *m = c->model;
-  attn_options opts = {c->threads, NULL};
+  attn_options opts = {c->threads, NULL, 0};
   if (attn_ctx_create(m, &opts, ctx))
     return input_error();
   if (!c->weights)
@@ -746,7 +746,7 @@ int attn_cmd_train(cli *c) {
   int64_t step0 = 0;
   const char *source = c->resume ? c->resume : c->weights;
   if (c->resume) {
-    attn_options opts = {c->threads, NULL};
+    attn_options opts = {c->threads, NULL, 0};
     if (attn_ctx_create(m, &opts, &ctx)) {
       st = input_error();
       goto done;
@@ -884,6 +884,13 @@ int attn_cmd_train(cli *c) {
     st = input_errorf("out of memory");
     goto done;
   }
+  /* The arena at the model's bounds for this batch, allocated now so that
+   * the first step already runs in it (the arena grows after a step that
+   * needs more anyway; pages the steps do not use are never touched). */
+  int64_t fixed = step_e->arena_bytes, per = step_e->arena_bytes_per_batch;
+  if (fixed >= 0 && per >= 0 &&
+      (per == 0 || s.batch - 1 <= (INT64_MAX - fixed) / per))
+    (void)attn_ctx_reserve_arena(ctx, fixed + (s.batch - 1) * per);
   if (c->resume)
     log_read(&log, step0);
   if (data.unknown_targets)

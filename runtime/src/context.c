@@ -1,4 +1,4 @@
-/*===- context.c - Model contexts: the parameter buffer and the pool -------===*
+/*===- context.c - Model contexts: parameters, pool and activation arena ---===*
  *
  * A context binds a compiled model's description to the memory it runs on.
  * The model table comes from compiled code, which the runtime trusts for
@@ -83,6 +83,12 @@ static attn_status check_tensor_info(const attn_model_info *m,
   case ATTN_ARG_SEED:
     ok = t->rank == 0 && t->dtype == ATTN_I64;
     break;
+  case ATTN_ARG_ARENA:
+    ok = t->rank == 1 && t->dtype == ATTN_BOOL;
+    break;
+  case ATTN_ARG_ARENA_NEED:
+    ok = t->rank == 0 && t->dtype == ATTN_I64;
+    break;
   default:
     return attn_fail(ATTN_ERR_UNSUPPORTED,
                      "model '%s': entry point '%s': argument %d has kind %d, "
@@ -155,13 +161,17 @@ attn_status attn_ctx_create(const attn_model_info *model,
   attn_status st = check_model(model);
   if (st)
     return st;
-  attn_options defaults = {0, NULL};
+  attn_options defaults = {0, NULL, 0};
   if (!opts)
     opts = &defaults;
   if (opts->num_threads < 0)
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                      "the thread count must be positive, not %d",
                      (int)opts->num_threads);
+  if (opts->arena_bytes < 0)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "the arena size must not be negative, not %lld",
+                     (long long)opts->arena_bytes);
   if (opts->allocator && (!opts->allocator->alloc || !opts->allocator->free))
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "allocator without functions");
 
@@ -189,9 +199,10 @@ attn_status attn_ctx_create(const attn_model_info *model,
   }
   memset(ctx->params, 0, bytes);
   st = attn_pool_create(opts->num_threads, &ctx->pool);
+  if (!st && opts->arena_bytes > 0)
+    st = attn_ctx_reserve_arena(ctx, opts->arena_bytes);
   if (st) {
-    ctx->allocator.free(ctx->allocator.user, ctx->params);
-    free(ctx);
+    attn_ctx_destroy(ctx);
     return st;
   }
   *out = ctx;
@@ -208,7 +219,56 @@ void attn_ctx_destroy(attn_ctx *ctx) {
   for (int i = 0; i < 3; ++i)
     if (train[i])
       ctx->allocator.free(ctx->allocator.user, train[i]);
+  if (ctx->arena)
+    ctx->allocator.free(ctx->allocator.user, ctx->arena);
   free(ctx);
+}
+
+/* Arena sizes are whole cache lines. */
+#define ARENA_ALIGNMENT 64
+
+/* Replaces the arena with one of `bytes` bytes (the old contents are
+ * scratch and not kept). */
+static attn_status set_arena_size(attn_ctx *ctx, int64_t bytes) {
+  if (bytes > INT64_MAX - ARENA_ALIGNMENT ||
+      (uint64_t)bytes > SIZE_MAX - ARENA_ALIGNMENT)
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY,
+                     "an activation arena of %lld bytes is too large",
+                     (long long)bytes);
+  bytes = (bytes + ARENA_ALIGNMENT - 1) & ~(int64_t)(ARENA_ALIGNMENT - 1);
+  if (ctx->arena)
+    ctx->allocator.free(ctx->allocator.user, ctx->arena);
+  ctx->arena_bytes = 0;
+  ctx->arena = ctx->allocator.alloc(ctx->allocator.user, (size_t)bytes,
+                                    ARENA_ALIGNMENT);
+  if (!ctx->arena)
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY,
+                     "out of memory allocating an activation arena of %lld "
+                     "bytes",
+                     (long long)bytes);
+  ctx->arena_bytes = bytes;
+  return ATTN_OK;
+}
+
+attn_status attn_ctx_reserve_arena(attn_ctx *ctx, int64_t bytes) {
+  if (!ctx)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL context");
+  if (bytes <= ctx->arena_bytes)
+    return ATTN_OK;
+  return attn_ctx_fail(ctx, set_arena_size(ctx, bytes));
+}
+
+attn_status attn_ctx_grow_arena(attn_ctx *ctx, int64_t bytes) {
+  if (bytes <= ctx->arena_bytes)
+    return ATTN_OK;
+  int64_t grown = ctx->arena_bytes + ctx->arena_bytes / 2;
+  return set_arena_size(ctx, bytes > grown ? bytes : grown);
+}
+
+void *attn_ctx_arena(attn_ctx *ctx, int64_t *bytes) {
+  if (bytes)
+    *bytes = ctx ? ctx->arena_bytes : 0;
+  return ctx ? ctx->arena : NULL;
 }
 
 float **attn_ctx_train_slot(attn_ctx *ctx, int32_t kind) {

@@ -151,6 +151,11 @@ struct attn_ctx {
   /* What the ATTN_ARG_HYPER and ATTN_ARG_SEED arguments get. */
   float hyper[ATTN_HYPER_COUNT];
   int64_t seed;
+  /* The activation arena (ATTN_ARG_ARENA) of arena_bytes bytes, from the
+   * allocator, and what the last call needed (ATTN_ARG_ARENA_NEED). */
+  void *arena;
+  int64_t arena_bytes;
+  int64_t arena_need;
   char error[ATTN_ERROR_MAX];
 };
 
@@ -158,6 +163,11 @@ struct attn_ctx {
  * ATTN_ARG_FIRST_MOMENT or ATTN_ARG_SECOND_MOMENT, allocated and zeroed on
  * first use; NULL for another kind or when out of memory. */
 float **attn_ctx_train_slot(attn_ctx *ctx, int32_t kind);
+
+/* Grows the arena to at least `bytes`: to the larger of that and 1.5 times
+ * its size, so that calls needing a little more each time (a growing
+ * sequence) reallocate it only a few times. */
+attn_status attn_ctx_grow_arena(attn_ctx *ctx, int64_t bytes);
 
 /* Whether arguments of this kind are a rank-1 f32 buffer the runtime sizes
  * like the parameter buffer (PARAMS, GRADS, FIRST_MOMENT, SECOND_MOMENT). */

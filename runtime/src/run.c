@@ -5,7 +5,8 @@
  * caller's tensors against the entry's argument table, builds descriptors
  * over them, calls the function with the right number of pointers, and turns
  * the result descriptors into tensors, adopting their malloc'ed buffers when
- * they are plain contiguous arrays and copying otherwise.
+ * they are plain contiguous arrays and copying otherwise. Every call gets the
+ * context's activation arena, grown after a call that needed more.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -294,7 +295,8 @@ static attn_status take_results(attn_ctx *ctx, const attn_entry_info *e,
                     inside(alloc, ctx->second_moment,
                            m->num_param_elements * 4) ||
                     inside(alloc, ctx->hyper, sizeof ctx->hyper) ||
-                    inside(alloc, &ctx->seed, sizeof ctx->seed);
+                    inside(alloc, &ctx->seed, sizeof ctx->seed) ||
+                    inside(alloc, ctx->arena, ctx->arena_bytes);
     for (int32_t i = 0; i < num_inputs && !rs[r].foreign; ++i)
       rs[r].foreign = inside(alloc, inputs[i]->data,
                              attn_tensor_nbytes(inputs[i]));
@@ -488,6 +490,12 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
     } else if (info->kind == ATTN_ARG_SEED) {
       fill_descriptor(d, &ctx->seed, 0, NULL);
       d += ATTN_DESCRIPTOR_SLOTS(0);
+    } else if (info->kind == ATTN_ARG_ARENA) {
+      fill_descriptor(d, ctx->arena, 1, &ctx->arena_bytes);
+      d += ATTN_DESCRIPTOR_SLOTS(1);
+    } else if (info->kind == ATTN_ARG_ARENA_NEED) {
+      fill_descriptor(d, &ctx->arena_need, 0, NULL);
+      d += ATTN_DESCRIPTOR_SLOTS(0);
     } else {
       const attn_tensor *t = inputs[k++];
       fill_descriptor(d, t->data, t->rank, t->dims);
@@ -496,8 +504,14 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
   }
 
   attn_pool *old = attn_pool_set_current(ctx->pool);
+  ctx->arena_need = 0;
   call(e->fn, ptrs, p);
   attn_pool_set_current(old);
+  /* The call ran on an arena of its own if the context's was too small;
+   * the next one will not. Out of memory here is no failure of this call
+   * (the next one allocates its own arena again). */
+  if (ctx->arena_need > ctx->arena_bytes)
+    (void)attn_ctx_grow_arena(ctx, ctx->arena_need);
 
   st = take_results(ctx, e, inputs, num_inputs, slots, outputs);
   free(slots);

@@ -7,6 +7,7 @@
  *     fn forward(tokens: i32[B, T]) { return embed(tokens) @ transpose(embed.weight) }
  *     fn stats(x: f32[N, 4], y: f32[N, 4]) { return x + y, sum(x * y) }
  *     fn embed_table() { return embed.weight }
+ *     fn scratch(x: f32[N, 4]) { return x * 2 + 1 }  # x * 2 a temporary
  *   }
  *
  * with each entry point a `_mlir_ciface_` function taking memref descriptor
@@ -15,6 +16,8 @@
  * runtime must handle: a plain malloc'ed array (forward), a padded view with
  * an offset (stats' first result), a rank-0 result, and a view of the
  * parameter buffer itself (embed_table), which must be copied, not freed.
+ * scratch keeps its temporary in the caller's activation arena as
+ * attn-plan-arena's code does (ATTN_ARG_ARENA, ATTN_ARG_ARENA_NEED).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -54,6 +57,20 @@ typedef struct memref2_i32 {
 void _mlir_ciface_forward(void *result, void *params, void *tokens);
 void _mlir_ciface_stats(void *results, void *x, void *params, void *y);
 void _mlir_ciface_embed_table(void *result, void *params);
+void _mlir_ciface_scratch(void *result, void *x, void *arena, void *need);
+
+typedef struct memref0_i64 {
+  int64_t *allocated, *aligned;
+  int64_t offset;
+} memref0_i64;
+
+typedef struct memref1_i8 {
+  char *allocated, *aligned;
+  int64_t offset, sizes[1], strides[1];
+} memref1_i8;
+
+void *fake_scratch_arena;
+int fake_scratch_fallbacks;
 
 typedef struct forward_job {
   const float *E;
@@ -155,6 +172,43 @@ static const attn_param_info params[] = {
     {"embed.weight", 2, embed_shape, 0, ATTN_INIT_NORMAL, 2, embed_init},
 };
 
+/* The temporary [N, 4] of scratch lives in the arena: the caller's when it
+ * holds the bytes needed (rounded to 64) and is 64-byte aligned, else one
+ * allocated for the call. The need is stored first, also when it is 0. */
+void _mlir_ciface_scratch(void *result_, void *x_, void *arena_,
+                          void *need_) {
+  memref2_f32 *result = result_;
+  const memref2_f32 *x = x_;
+  const memref1_i8 *arena = arena_;
+  const memref0_i64 *need = need_;
+  int64_t N = x->sizes[0];
+  int64_t bytes = (N * FAKE_DIM * (int64_t)sizeof(float) + 63) & ~(int64_t)63;
+  need->aligned[need->offset] = bytes;
+  int fallback = arena->sizes[0] < bytes ||
+                 ((uintptr_t)arena->aligned & 63) != 0;
+  char *base =
+      fallback ? aligned_alloc(64, (size_t)bytes + 64) : arena->aligned;
+  fake_scratch_fallbacks += fallback;
+  fake_scratch_arena = base;
+  float *tmp = (float *)base;
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = 0; j < FAKE_DIM; ++j)
+      tmp[i * FAKE_DIM + j] =
+          2 * x->aligned[x->offset + i * x->strides[0] + j * x->strides[1]];
+  float *out = malloc(sizeof(float) * (size_t)(N * FAKE_DIM) + 1);
+  for (int64_t i = 0; i < N * FAKE_DIM; ++i)
+    out[i] = tmp[i] + 1;
+  if (fallback)
+    free(base);
+  result->allocated = out;
+  result->aligned = out;
+  result->offset = 0;
+  result->sizes[0] = N;
+  result->sizes[1] = FAKE_DIM;
+  result->strides[0] = FAKE_DIM;
+  result->strides[1] = 1;
+}
+
 static const int64_t params_shape[] = {FAKE_VOCAB * FAKE_DIM};
 static const char *const no_names[] = {""};
 static const int64_t bt_shape[] = {-1, -1};
@@ -190,6 +244,16 @@ static const attn_tensor_info table_results[] = {
     {"", ATTN_ARG_INPUT, ATTN_F32, 1, table_shape, no_names, NULL, 0},
 };
 
+static const int64_t any_shape[] = {-1};
+static const attn_tensor_info scratch_args[] = {
+    {"x", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names, NULL, 0},
+    {"arena", ATTN_ARG_ARENA, ATTN_BOOL, 1, any_shape, no_names, NULL, 0},
+    {"arena_need", ATTN_ARG_ARENA_NEED, ATTN_I64, 0, NULL, NULL, NULL, 0},
+};
+static const attn_tensor_info scratch_results[] = {
+    {"", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names, NULL, 0},
+};
+
 static const attn_entry_info entries[] = {
     {"forward", 2, forward_args, 1, forward_results,
      (void (*)(void))_mlir_ciface_forward},
@@ -197,11 +261,13 @@ static const attn_entry_info entries[] = {
      (void (*)(void))_mlir_ciface_stats},
     {"embed_table", 1, table_args, 1, table_results,
      (void (*)(void))_mlir_ciface_embed_table},
+    {"scratch", 3, scratch_args, 1, scratch_results,
+     (void (*)(void))_mlir_ciface_scratch},
 };
 
 const attn_model_info fake_lm_model_info = {
     ATTN_ABI_VERSION, "fake_lm", "x86-64-v3", FAKE_VOCAB * FAKE_DIM,
-    1,                params,    3,           entries,
+    1,                params,    4,           entries,
     0,    /* no key/value cache */
     NULL, /* no train { } section */
 };

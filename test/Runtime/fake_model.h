@@ -15,4 +15,9 @@
 
 extern const attn_model_info fake_lm_model_info;
 
+/* The arena the last call of fake_lm's `scratch` used (the caller's or its
+ * own), and how many calls allocated their own. */
+extern void *fake_scratch_arena;
+extern int fake_scratch_fallbacks;
+
 #endif /* ATTN_TEST_FAKE_MODEL_H */

@@ -129,7 +129,7 @@ static void test_distributions(void) {
 
 static void test_determinism(void) {
   attn_ctx *one, *four, *other;
-  attn_options o1 = {1, NULL}, o4 = {4, NULL};
+  attn_options o1 = {1, NULL, 0}, o4 = {4, NULL, 0};
   CHECK_OK(attn_ctx_create(&model, &o1, &one));
   CHECK_OK(attn_ctx_create(&model, &o4, &four));
   CHECK_OK(attn_ctx_create(&model, NULL, &other));
@@ -211,7 +211,7 @@ static void test_errors(void) {
   m.num_param_elements = TOTAL - 1;
   CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_INVALID_ARGUMENT,
               "n.std_only", "outside the parameter buffer");
-  attn_options neg = {-1, NULL};
+  attn_options neg = {-1, NULL, 0};
   CHECK_FAILS(attn_ctx_create(&model, &neg, &ctx), ATTN_ERR_INVALID_ARGUMENT,
               "thread");
 }
@@ -230,7 +230,7 @@ static void count_free(void *user, void *p) {
 
 static void test_allocator(void) {
   attn_allocator a = {count_alloc, count_free, NULL};
-  attn_options o = {2, &a};
+  attn_options o = {2, &a, 0};
   attn_ctx *ctx;
   CHECK_OK(attn_ctx_create(&model, &o, &ctx));
   CHECK(((uintptr_t)attn_ctx_params(ctx) % 64) == 0);

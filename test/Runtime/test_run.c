@@ -3,7 +3,8 @@
  * Runs the hand-written fake model (fake_model.c) through attn_run: inputs
  * checked per argument, descriptors built for any argument order, results
  * adopted when contiguous and copied when padded, offset or aliasing the
- * parameters; and attn_generate's greedy path against a direct argmax.
+ * parameters; the activation arena kept in the context across calls; and
+ * attn_generate's greedy path against a direct argmax.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -179,9 +180,90 @@ static void test_generate(attn_ctx *ctx) {
               ATTN_ERR_INVALID_ARGUMENT, "at least one token");
 }
 
+/* Runs scratch(x) on N rows of x[i][j] = i - j and checks x * 2 + 1. */
+static void run_scratch(attn_ctx *ctx, int64_t N) {
+  float *x = malloc(sizeof(float) * (size_t)(N * FAKE_DIM) + 1);
+  for (int64_t i = 0; i < N; ++i)
+    for (int j = 0; j < FAKE_DIM; ++j)
+      x[i * FAKE_DIM + j] = (float)(i - j);
+  int64_t dims[] = {N, FAKE_DIM};
+  attn_tensor in_x, out;
+  attn_tensor_view(&in_x, ATTN_F32, 2, dims, x);
+  const attn_tensor *in[] = {&in_x};
+  CHECK_OK(attn_run(ctx, "scratch", in, 1, &out, 1));
+  int ok = out.rank == 2 && out.dims[0] == N && out.dims[1] == FAKE_DIM;
+  for (int64_t i = 0; ok && i < N * FAKE_DIM; ++i)
+    ok = ((float *)out.data)[i] == 2 * x[i] + 1;
+  CHECK(ok);
+  attn_tensor_release(&out);
+  free(x);
+}
+
+/* The context's arena: empty at first, so the first call allocates its
+ * own; grown to what that call needed, then passed to every later call
+ * that fits (the same buffer, whatever it holds); grown again, by at least
+ * half, for a call that needs more; never shrunk. */
+static void test_arena(void) {
+  attn_ctx *ctx;
+  attn_options o = {2, NULL, 0};
+  CHECK_OK(attn_ctx_create(&fake_lm_model_info, &o, &ctx));
+  int64_t bytes = -1;
+  CHECK(attn_ctx_arena(ctx, &bytes) == NULL && bytes == 0);
+  fake_scratch_fallbacks = 0;
+  run_scratch(ctx, 3); /* 48 bytes, 64 rounded */
+  CHECK(fake_scratch_fallbacks == 1);
+  void *arena = attn_ctx_arena(ctx, &bytes);
+  CHECK(arena != NULL && bytes == 64 && ((uintptr_t)arena & 63) == 0);
+  run_scratch(ctx, 3);
+  run_scratch(ctx, 2);
+  CHECK(fake_scratch_fallbacks == 1 && fake_scratch_arena == arena);
+  /* Whatever the arena holds is scratch. */
+  memset(arena, 0xff, (size_t)bytes);
+  run_scratch(ctx, 4);
+  CHECK(fake_scratch_fallbacks == 1 && fake_scratch_arena == arena);
+  run_scratch(ctx, 5); /* 80 bytes, 128 rounded: grown to 128 */
+  CHECK(fake_scratch_fallbacks == 2);
+  arena = attn_ctx_arena(ctx, &bytes);
+  CHECK(bytes == 128);
+  run_scratch(ctx, 7); /* 112 rounds to 128: fits */
+  run_scratch(ctx, 1);
+  run_scratch(ctx, 0);
+  CHECK(fake_scratch_fallbacks == 2 && attn_ctx_arena(ctx, NULL) == arena);
+  run_scratch(ctx, 9); /* 144 -> 192, the larger of that and 128 * 1.5 */
+  CHECK(fake_scratch_fallbacks == 3);
+  attn_ctx_arena(ctx, &bytes);
+  CHECK(bytes == 192);
+  run_scratch(ctx, 9);
+  CHECK(fake_scratch_fallbacks == 3);
+  /* Reserving: grows only; a size rounds up to whole cache lines. */
+  CHECK_OK(attn_ctx_reserve_arena(ctx, 100));
+  attn_ctx_arena(ctx, &bytes);
+  CHECK(bytes == 192);
+  CHECK_OK(attn_ctx_reserve_arena(ctx, 1000));
+  attn_ctx_arena(ctx, &bytes);
+  CHECK(bytes == 1024);
+  run_scratch(ctx, 60);
+  CHECK(fake_scratch_fallbacks == 3 &&
+        fake_scratch_arena == attn_ctx_arena(ctx, NULL));
+  attn_ctx_destroy(ctx);
+
+  /* An arena allocated up front serves the first call. */
+  o.arena_bytes = 4096;
+  CHECK_OK(attn_ctx_create(&fake_lm_model_info, &o, &ctx));
+  attn_ctx_arena(ctx, &bytes);
+  CHECK(bytes == 4096);
+  run_scratch(ctx, 200);
+  CHECK(fake_scratch_fallbacks == 3 &&
+        fake_scratch_arena == attn_ctx_arena(ctx, NULL));
+  attn_ctx_destroy(ctx);
+  o.arena_bytes = -1;
+  CHECK_FAILS(attn_ctx_create(&fake_lm_model_info, &o, &ctx),
+              ATTN_ERR_INVALID_ARGUMENT, "arena size", "-1");
+}
+
 int main(void) {
   attn_ctx *one, *four;
-  attn_options o1 = {1, NULL}, o4 = {4, NULL};
+  attn_options o1 = {1, NULL, 0}, o4 = {4, NULL, 0};
   CHECK_OK(attn_ctx_create(&fake_lm_model_info, &o1, &one));
   CHECK_OK(attn_ctx_create(&fake_lm_model_info, &o4, &four));
   CHECK_OK(attn_init_params(one, 3));
@@ -192,6 +274,7 @@ int main(void) {
   test_stats(four);
   test_alias(four);
   test_generate(four);
+  test_arena();
   attn_ctx_destroy(one);
   attn_ctx_destroy(four);
   CHECK_DONE();

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -72,12 +73,17 @@ private:
     if (!a || !b)
       return std::nullopt;
     uint64_t ua = static_cast<uint64_t>(*a), ub = static_cast<uint64_t>(*b);
+    // A size too large for int64 is no figure.
+    int64_t result;
     if (isa<arith::AddIOp>(def))
-      return *a + *b;
+      return llvm::AddOverflow(*a, *b, result) ? std::nullopt
+                                               : std::optional(result);
     if (isa<arith::SubIOp>(def))
-      return *a - *b;
+      return llvm::SubOverflow(*a, *b, result) ? std::nullopt
+                                               : std::optional(result);
     if (isa<arith::MulIOp>(def))
-      return *a * *b;
+      return llvm::MulOverflow(*a, *b, result) ? std::nullopt
+                                               : std::optional(result);
     if (isa<arith::AndIOp>(def))
       return *a & *b;
     if (isa<arith::MaxUIOp>(def))
@@ -119,17 +125,39 @@ std::optional<int64_t> evaluateArenaBytes(func::FuncOp func,
   return evaluator.evaluate(arena.getDynamicSizes().front());
 }
 
+/// The number of slots of `func`'s arena (its `attn.arena` attribute).
+static int64_t arenaSlots(func::FuncOp func) {
+  int64_t slots = 0;
+  func.walk([&](memref::AllocOp alloc) {
+    if (auto attr = alloc->getAttrOfType<IntegerAttr>("attn.arena"))
+      slots = attr.getInt();
+  });
+  return slots;
+}
+
 void collectArenaSizes(ModuleOp module, ModelInfo &info) {
   for (EntryInfo &entry : info.entries) {
     auto func = module.lookupSymbol<func::FuncOp>(entry.name);
     if (!func || func.isExternal())
       continue;
     std::optional<int64_t> one = evaluateArenaBytes(func, entry, 1);
-    std::optional<int64_t> two = evaluateArenaBytes(func, entry, 2);
-    if (!one || !two)
+    std::optional<int64_t> many =
+        evaluateArenaBytes(func, entry, kArenaBatchRange);
+    if (!one || !many || *many < *one)
       continue;
-    // Activations grow linearly with the batch at a fixed sequence length.
-    entry.arenaBytesPerBatch = *two - *one;
+    // Each temporary's bytes grow linearly with the batch, and a slot takes
+    // the largest of its occupants: the arena grows convexly, faster at
+    // larger batches once a batch-sized occupant outgrows a fixed-size one
+    // in its slot (f(2) - f(1) can be less than f(8) - f(7)). The chord
+    // from batch 1 to kArenaBatchRange is above a convex function between
+    // the two; each occupant's rounding up to 64 bytes (at most 63 per
+    // slot) is added on top.
+    // The result is rounded up to 64 bytes too.
+    int64_t slack = 63 * arenaSlots(func);
+    int64_t perBatch =
+        (*many - *one + slack + kArenaBatchRange - 2) / (kArenaBatchRange - 1) +
+        slack;
+    entry.arenaBytesPerBatch = (perBatch + 63) / 64 * 64;
     entry.arenaBytes = *one;
   }
 }

@@ -11,6 +11,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 namespace attn {
 
 static const char *dtypeName(int dtype) {
@@ -78,6 +80,30 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
        << "#define " << llvm::StringRef(n).upper()
        << "_KV_CACHE_BYTES_PER_POSITION "
        << info.kvCacheFloatsPerPosition * 4 << "LL\n";
+  // The largest arena of any entry point, when every one is known.
+  int64_t arenaBytes = 0, arenaBytesPerBatch = 0;
+  for (const EntryInfo &e : info.entries) {
+    if (arenaBytes < 0 || e.arenaBytes < 0) {
+      arenaBytes = -1;
+      continue;
+    }
+    arenaBytes = std::max(arenaBytes, e.arenaBytes);
+    arenaBytesPerBatch = std::max(arenaBytesPerBatch, e.arenaBytesPerBatch);
+  }
+  if (arenaBytes >= 0 && !info.entries.empty())
+    os << "/* The activation arena: the context keeps one, shared by every "
+          "entry point\n"
+       << " * and grown to what a call needs. At the model's bounds a batch "
+          "of B needs\n"
+       << " * up to " << llvm::StringRef(n).upper() << "_ARENA_BYTES + (B - 1) * "
+       << llvm::StringRef(n).upper()
+       << "_ARENA_BYTES_PER_BATCH bytes (the largest\n"
+       << " * entry point's); attn_options.arena_bytes allocates that up "
+          "front. */\n"
+       << "#define " << llvm::StringRef(n).upper() << "_ARENA_BYTES "
+       << arenaBytes << "LL\n"
+       << "#define " << llvm::StringRef(n).upper() << "_ARENA_BYTES_PER_BATCH "
+       << arenaBytesPerBatch << "LL\n";
   os << "\n"
      << "typedef struct " << n << "_ctx " << n << "_ctx;\n"
      << "typedef attn_options " << n << "_options;\n\n"
@@ -134,7 +160,7 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
     for (const TensorInfo &a : e.args) {
       if (a.kind == 1)
         inputs.push_back(&a);
-      if (a.kind >= 4)
+      if (a.kind >= 4 && a.kind <= 8) // GRADS .. SEED
         training = true;
       switch (a.kind) {
       case 4:
@@ -169,8 +195,8 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
     if (e.arenaBytes >= 0)
       os << "\n * Activations: " << e.arenaBytes
          << " bytes at batch 1 and the model's bounds, + "
-         << e.arenaBytesPerBatch << " per further sequence (one arena per "
-         << "call).";
+         << e.arenaBytesPerBatch << " per further sequence (in the "
+         << "context's arena).";
     if (!uses.empty()) {
       os << "\n * In the context, it ";
       for (size_t i = 0; i < uses.size(); ++i)

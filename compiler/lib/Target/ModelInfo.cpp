@@ -88,6 +88,8 @@ static void collectDimBounds(func::FuncOp func,
 
 /// attn_arg_kind of each ParamBuffer's argument.
 static constexpr int kParamBufferKinds[] = {0, 4, 5, 6};
+/// ATTN_ARG_ARENA, ATTN_ARG_ARENA_NEED.
+static constexpr int kArenaKind = 9, kArenaNeedKind = 10;
 /// ATTN_HYPER_COUNT.
 static constexpr int64_t kHyperCount = 7;
 
@@ -224,6 +226,20 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
       entry.args.push_back(cache);
       entry.args.push_back(state);
     }
+    // The activation arena `attn-finalize-entry-points` adds last: bytes
+    // (the one-byte dtype) and the i64 the entry point stores its need in.
+    TensorInfo arena;
+    arena.name = "arena";
+    arena.kind = kArenaKind;
+    arena.dtype = 4;
+    arena.shape = {-1};
+    arena.dimNames = {""};
+    TensorInfo need;
+    need.name = "arena_need";
+    need.kind = kArenaNeedKind;
+    need.dtype = 3;
+    entry.args.push_back(arena);
+    entry.args.push_back(need);
     for (Type type : func.getResultTypes()) {
       FailureOr<TensorInfo> result = describe(func.getLoc(), type, "", {});
       if (failed(result))

@@ -28,7 +28,7 @@ using namespace mlir;
 namespace attn {
 
 /// Must match ATTN_ABI_VERSION in runtime/include/attn/abi.h.
-static constexpr int kAbiVersion = 4;
+static constexpr int kAbiVersion = 5;
 
 bool isKnownTarget(llvm::StringRef target) {
   return target == "host" || target == "x86-64-v3" || target == "x86-64-v4";

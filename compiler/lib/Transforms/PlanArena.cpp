@@ -1,8 +1,7 @@
 //===- PlanArena.cpp - The temporaries of an entry point in one arena -----===//
 //
 // `attn-plan-arena`: after bufferisation (and attn-reuse-buffers), the
-// temporaries of an entry point are planned into one arena, allocated once
-// per call:
+// temporaries of an entry point are planned into one arena:
 //  1. the candidates are the memref.alloc ops directly in the function body
 //     whose buffer stays local (attn-reuse-buffers' rule) and is freed in
 //     the same block; a candidate lives from its alloc to its dealloc;
@@ -11,13 +10,23 @@
 //     is dead before it is allocated (liveness-based reuse), else opens a
 //     new slot;
 //  3. at run time the entry computes each slot's size (the largest of its
-//     occupants at this call's sizes, 64-byte aligned), allocates the arena
-//     once, and every candidate becomes a memref.view at its slot's offset;
-//     the arena is freed before the function returns.
+//     occupants at this call's sizes, 64-byte aligned) and so the arena's,
+//     and every candidate becomes a memref.view at its slot's offset.
 // The slot assignment is static; only sizes that depend on the call's
 // dynamic dims (B, T) are computed at run time. A candidate whose sizes
 // cannot be computed at the function's entry (they depend on something
 // read from memory) keeps its own allocation.
+//
+// The arena is the caller's: an entry point takes it as an argument
+// (`attn.arena`, added by attn-finalize-entry-points; abi.h ATTN_ARG_ARENA),
+// kept by the runtime's context across calls so that its pages are mapped
+// and touched once rather than at every call. The entry stores the bytes it
+// needs into its `attn.arena_need` argument (the runtime grows the arena
+// for the next call) and uses the caller's arena when it is at least that
+// large and 64-byte aligned; otherwise it allocates an arena of its own and
+// frees it before returning, so that any caller stays correct. A function
+// without those arguments (hand-written IR) allocates its arena at every
+// call.
 //
 // The arena allocation carries `attn.arena`, so that attnc can evaluate its
 // size at the model's bounds for the header (evaluateArenaBytes).
@@ -30,6 +39,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -156,16 +166,53 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
 
   StringRef getArgument() const override { return "attn-plan-arena"; }
   StringRef getDescription() const override {
-    return "Places the temporaries of a function in one arena, allocated "
-           "once, at offsets planned from their lifetimes";
+    return "Places the temporaries of a function in one arena (the "
+           "caller's when it passes one large enough), at offsets planned "
+           "from their lifetimes";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, memref::MemRefDialect>();
+    registry.insert<arith::ArithDialect, memref::MemRefDialect,
+                    scf::SCFDialect>();
+  }
+
+  /// The caller's arena and the slot for the bytes needed, when `func`
+  /// takes them; their attributes are consumed.
+  LogicalResult takeArenaArguments(func::FuncOp func, Value &arena,
+                                   Value &need) {
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      Value arg = func.getArgument(i);
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (func.getArgAttr(i, kArenaArgAttr)) {
+        func.removeArgAttr(i, kArenaArgAttr);
+        if (!type || type.getRank() != 1 || !type.isDynamicDim(0) ||
+            !type.getElementType().isInteger(8) ||
+            !type.getLayout().isIdentity() || type.getMemorySpace())
+          return func.emitError("the activation arena argument must be "
+                                "memref<?xi8>, not ")
+                 << arg.getType();
+        arena = arg;
+      }
+      if (func.getArgAttr(i, kArenaNeedArgAttr)) {
+        func.removeArgAttr(i, kArenaNeedArgAttr);
+        if (!type || type.getRank() != 0 ||
+            !type.getElementType().isInteger(64) || type.getMemorySpace())
+          return func.emitError("the arena size argument must be "
+                                "memref<i64>, not ")
+                 << arg.getType();
+        need = arg;
+      }
+    }
+    return success();
   }
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (func.isExternal() || !func.getBody().hasOneBlock())
+    if (func.isExternal())
+      return;
+    Value arenaArg, needArg;
+    if (failed(takeArenaArguments(func, arenaArg, needArg)))
+      return signalPassFailure();
+    if (!func.getBody().hasOneBlock())
       return;
     Block &block = func.getBody().front();
     OpBuilder entry = OpBuilder::atBlockBegin(&block);
@@ -217,8 +264,19 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
       candidates.push_back(
           {alloc, dealloc, position[alloc], position[dealloc], bytes});
     }
-    if (candidates.empty())
+    // The caller learns the bytes this call needs, also when it is 0.
+    Location loc = func.getLoc();
+    auto storeNeed = [&](Value bytes) {
+      if (!needArg)
+        return;
+      Value i64 = arith::IndexCastOp::create(entry, loc, entry.getI64Type(),
+                                             bytes);
+      memref::StoreOp::create(entry, loc, i64, needArg, ValueRange{});
+    };
+    if (candidates.empty()) {
+      storeNeed(arith::ConstantIndexOp::create(entry, loc, 0));
       return;
+    }
 
     // First fit in program order.
     std::vector<Slot> slots;
@@ -237,8 +295,7 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
       slot->occupants.push_back(&c);
     }
 
-    // Slot sizes and offsets at run time; one allocation.
-    Location loc = func.getLoc();
+    // Slot sizes and offsets at run time.
     Value offset = arith::ConstantIndexOp::create(entry, loc, 0);
     DenseMap<Candidate *, Value> offsets;
     for (Slot &slot : slots) {
@@ -249,13 +306,45 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
         offsets[c] = offset;
       offset = arith::AddIOp::create(entry, loc, offset, size);
     }
+    storeNeed(offset);
     auto arenaType = MemRefType::get({ShapedType::kDynamic},
                                      entry.getIntegerType(8));
-    auto arena = memref::AllocOp::create(
-        entry, loc, arenaType, ValueRange{offset},
-        entry.getI64IntegerAttr(kArenaAlignment));
-    arena->setAttr("attn.arena",
-                   entry.getI64IntegerAttr(static_cast<int64_t>(slots.size())));
+    auto allocate = [&](OpBuilder &b, Location loc) {
+      auto alloc = memref::AllocOp::create(
+          b, loc, arenaType, ValueRange{offset},
+          b.getI64IntegerAttr(kArenaAlignment));
+      alloc->setAttr("attn.arena",
+                     b.getI64IntegerAttr(static_cast<int64_t>(slots.size())));
+      return alloc.getResult();
+    };
+    // The caller's arena when it is large enough and aligned, else one of
+    // this call's own (`fallback`).
+    Value arena, fallback;
+    if (arenaArg) {
+      Value zero = arith::ConstantIndexOp::create(entry, loc, 0);
+      Value size = memref::DimOp::create(entry, loc, arenaArg, zero);
+      Value small = arith::CmpIOp::create(entry, loc, arith::CmpIPredicate::ult,
+                                          size, offset);
+      Value pointer =
+          memref::ExtractAlignedPointerAsIndexOp::create(entry, loc, arenaArg);
+      Value mask =
+          arith::ConstantIndexOp::create(entry, loc, kArenaAlignment - 1);
+      Value misaligned = arith::CmpIOp::create(
+          entry, loc, arith::CmpIPredicate::ne,
+          arith::AndIOp::create(entry, loc, pointer, mask), zero);
+      fallback = arith::OrIOp::create(entry, loc, small, misaligned);
+      arena = scf::IfOp::create(
+                  entry, loc, fallback,
+                  [&](OpBuilder &b, Location loc) {
+                    scf::YieldOp::create(b, loc, allocate(b, loc));
+                  },
+                  [&](OpBuilder &b, Location loc) {
+                    scf::YieldOp::create(b, loc, arenaArg);
+                  })
+                  .getResult(0);
+    } else {
+      arena = allocate(entry, loc);
+    }
 
     for (Candidate &c : candidates) {
       OpBuilder b(c.alloc);
@@ -268,7 +357,14 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
       c.dealloc->erase();
     }
     OpBuilder exit(block.getTerminator());
-    memref::DeallocOp::create(exit, loc, arena);
+    if (!fallback) {
+      memref::DeallocOp::create(exit, loc, arena);
+      return;
+    }
+    scf::IfOp::create(exit, loc, fallback, [&](OpBuilder &b, Location loc) {
+      memref::DeallocOp::create(b, loc, arena);
+      scf::YieldOp::create(b, loc);
+    });
   }
 };
 

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 4
+#define ATTN_ABI_VERSION 5
 
 /* Entries of the key/value cache state (ATTN_ARG_KV_STATE). */
 #define ATTN_KV_STATE_SIZE 3
@@ -84,10 +84,27 @@ typedef enum attn_arg_kind {
   ATTN_ARG_SECOND_MOMENT = 6, /* Adam's v, read and updated by train_step */
   ATTN_ARG_HYPER = 7,  /* a rank-1 f32 memref of ATTN_HYPER_COUNT floats,
                           indexed by attn_hyper_index */
-  ATTN_ARG_SEED = 8    /* a rank-0 i64 memref: the dropout seed of this call
+  ATTN_ARG_SEED = 8,   /* a rank-0 i64 memref: the dropout seed of this call
                           (the runtime derives it from --seed and the step,
                           attn_dropout_seed); dropout is active exactly in
                           the entry points that take one */
+  /* The activation arena (every entry point attnc compiles takes both, as
+   * its last two arguments). The caller keeps one arena across calls, so
+   * that its pages are mapped and touched once, not at every call. */
+  ATTN_ARG_ARENA = 9,       /* a rank-1 memref of bytes (dtype ATTN_BOOL in
+                               the table, the one-byte dtype; the contents
+                               are raw scratch), 64-byte aligned: the entry
+                               point places its temporaries in it when it
+                               holds at least the bytes this call needs;
+                               otherwise (too small, or not 64-byte
+                               aligned) it allocates an arena of its own
+                               for this call and frees it before returning,
+                               so any arena, even an empty one, is correct.
+                               Nothing in it survives the call */
+  ATTN_ARG_ARENA_NEED = 10  /* a rank-0 i64 memref: the entry point writes
+                               the bytes its arena needs at this call's
+                               dims (0 without temporaries), so that the
+                               caller can grow the arena for the next call */
 } attn_arg_kind;
 
 /* The run-time hyperparameters of train_step (ATTN_ARG_HYPER), so that the
@@ -163,10 +180,11 @@ typedef struct attn_entry_info {
   int32_t num_results;
   const attn_tensor_info *results;
   void (*fn)(void);
-  /* The activation arena the entry point allocates per call (its
-   * temporaries, planned at compile time by lifetime): bytes at batch 1 and
+  /* The activation arena the entry point needs (its temporaries, planned
+   * at compile time by lifetime; ATTN_ARG_ARENA): bytes at batch 1 and
    * every other run-time dim at its bound, and bytes per further sequence
-   * of the batch; -1 when not known at compile time. */
+   * of the batch; -1 when not known at compile time. The exact need of a
+   * call is what it writes into its ATTN_ARG_ARENA_NEED argument. */
   int64_t arena_bytes;
   int64_t arena_bytes_per_batch;
 } attn_entry_info;

@@ -155,11 +155,19 @@ typedef struct attn_options {
   int32_t num_threads;             /* 0: every available core */
   const attn_allocator *allocator; /* NULL: aligned_alloc/free; borrowed,
                                       must outlive the context */
+  int64_t arena_bytes;             /* the activation arena allocated up
+                                      front (e.g. NAME_ARENA_BYTES + (B - 1)
+                                      * NAME_ARENA_BYTES_PER_BATCH from the
+                                      model's header); 0: allocated and
+                                      grown when a call needs it */
 } attn_options;
 
 /* A compiled model with its parameters: the f32 parameter buffer (64-byte
- * aligned, model->num_param_elements long, zero until initialised or loaded)
- * and a thread pool. Not thread-safe: use one context from one thread at a
+ * aligned, model->num_param_elements long, zero until initialised or loaded),
+ * a thread pool, and the activation arena every entry point places its
+ * temporaries in (abi.h ATTN_ARG_ARENA): one buffer, kept across calls and
+ * grown to the largest size a call has needed, so that its pages are mapped
+ * and first touched once rather than at every call. Not thread-safe: use one context from one thread at a
  * time (its entry points themselves run on the pool's threads). */
 typedef struct attn_ctx attn_ctx;
 
@@ -182,6 +190,16 @@ const attn_model_info *attn_ctx_model(const attn_ctx *ctx);
 float *attn_ctx_params(attn_ctx *ctx);
 /* The context's pool, owned by the context. */
 attn_pool *attn_ctx_pool(attn_ctx *ctx);
+/* The context's activation arena (owned by the context; 64-byte aligned;
+ * NULL until a call or attn_ctx_reserve_arena needs it) and, in *bytes (may
+ * be NULL), its size. Its contents are scratch: each entry point overwrites
+ * what it uses, and nothing in it survives a call. */
+void *attn_ctx_arena(attn_ctx *ctx, int64_t *bytes);
+/* Makes the activation arena at least `bytes` long (it never shrinks), so
+ * that calls needing up to that much do not allocate. attn_run grows it by
+ * itself: after a call that needed more than it held (that call allocated
+ * an arena of its own), for the next one. */
+attn_status attn_ctx_reserve_arena(attn_ctx *ctx, int64_t bytes);
 
 /* Index of the parameter called `name` in model->params, or -1. */
 int32_t attn_find_param(const attn_model_info *model, const char *name);

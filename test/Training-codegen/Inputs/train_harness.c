@@ -1,5 +1,7 @@
 /* Calls the training entry points of Inputs/mini_train.mlir through the
- * model's attn_model_info with the buffers laid out as abi.h says, prints
+ * model's attn_model_info with the buffers laid out as abi.h says (the
+ * activation arena empty for the first call, then as large as the last call
+ * needed, as the runtime's context keeps it), prints
  * the argument kinds and the train info, and writes every buffer after each
  * call to a raw file for check_mini_train.py. Usage: harness OUT.bin */
 #include "attn/abi.h"
@@ -41,6 +43,10 @@ static const attn_entry_info *find(const char *name) {
 
 static float *params, *grads, *m1, *m2, hyper[ATTN_HYPER_COUNT], x[15];
 static int64_t seed = 42;
+/* The activation arena: none at first (each entry point then allocates its
+ * own), then one of the size the last call needed. */
+static char *arena;
+static int64_t arena_bytes, arena_need = -1;
 
 /* Calls `e` with the buffers its args ask for; returns the scalar results. */
 static void call(const attn_entry_info *e, float *out, int32_t num_out) {
@@ -58,9 +64,14 @@ static void call(const attn_entry_info *e, float *out, int32_t num_out) {
     case ATTN_ARG_HYPER: data = hyper; break;
     case ATTN_ARG_SEED: data = &seed; break;
     case ATTN_ARG_INPUT: data = x; break;
+    case ATTN_ARG_ARENA: data = arena; break;
+    case ATTN_ARG_ARENA_NEED: data = &arena_need; break;
     default: fprintf(stderr, "unexpected kind %d\n", t->kind); exit(1);
     }
-    args[a] = describe(data, t->rank, t->kind <= ATTN_ARG_INPUT && t->kind != ATTN_ARG_INPUT ? &n : t->shape);
+    const int64_t *shape = t->kind == ATTN_ARG_PARAMS  ? &n
+                           : t->kind == ATTN_ARG_ARENA ? &arena_bytes
+                                                       : t->shape;
+    args[a] = describe(data, t->rank, shape);
     ptrs[a] = &args[a];
   }
   /* Results: rank-0 descriptors (allocated, aligned, offset), one after the
@@ -69,13 +80,30 @@ static void call(const attn_entry_info *e, float *out, int32_t num_out) {
   typedef void (*fn3)(void *, void *, void *, void *);
   typedef void (*fn4)(void *, void *, void *, void *, void *);
   typedef void (*fn6)(void *, void *, void *, void *, void *, void *, void *);
+  typedef void (*fn8)(void *, void *, void *, void *, void *, void *, void *,
+                      void *, void *);
+  arena_need = -1;
   switch (e->num_args) {
   case 3: ((fn3)e->fn)(results, ptrs[0], ptrs[1], ptrs[2]); break;
   case 4: ((fn4)e->fn)(results, ptrs[0], ptrs[1], ptrs[2], ptrs[3]); break;
   case 6:
     ((fn6)e->fn)(results, ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5]);
     break;
+  case 8:
+    ((fn8)e->fn)(results, ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5],
+                 ptrs[6], ptrs[7]);
+    break;
   default: fprintf(stderr, "unexpected arg count %d\n", e->num_args); exit(1);
+  }
+  /* Every entry point states what its arena needs; the next call gets it. */
+  if (arena_need < 0 || arena_need % 64 != 0) {
+    fprintf(stderr, "%s: arena need %lld\n", e->name, (long long)arena_need);
+    exit(1);
+  }
+  if (arena_need > arena_bytes) {
+    free(arena);
+    arena = aligned_alloc(64, (size_t)arena_need);
+    arena_bytes = arena_need;
   }
   for (int32_t r = 0; r < num_out; ++r) {
     float *data = (float *)(intptr_t)results[3 * r + 1];
@@ -152,6 +180,8 @@ int main(int argc, char **argv) {
     fwrite(loss, sizeof(float), 2, out);
   }
   fclose(out);
+  printf("arena %lld bytes\n", (long long)arena_bytes);
+  free(arena);
   printf("harness: ok\n");
   return 0;
 }

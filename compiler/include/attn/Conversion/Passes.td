@@ -110,10 +110,15 @@ def AttnFinalizeEntryPoints
     `attn-bind-params`); the code generator has already read the
     `attn.param` and `attn.train` declarations into the model's metadata.
     Output: those declarations and the `attn.*` argument attributes are
-    erased, and every public function is
-    marked `llvm.emit_c_interface`, so lowering to LLVM gives it the
-    `_mlir_ciface_NAME` entry the runtime calls (see runtime/include/attn/abi.h).
+    erased; every public function (an entry point) takes two more
+    arguments, last, the caller's activation arena `memref<?xi8>
+    {attn.arena}` and `memref<i64> {attn.arena_need}` for the bytes it
+    needs (abi.h ATTN_ARG_ARENA and ATTN_ARG_ARENA_NEED; `attn-plan-arena`
+    uses them), and is marked `llvm.emit_c_interface`, so lowering to LLVM
+    gives it the `_mlir_ciface_NAME` entry the runtime calls (see
+    runtime/include/attn/abi.h).
   }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
 #endif // ATTN_CONVERSION_PASSES_TD

@@ -27,8 +27,15 @@ std::optional<int64_t> evaluateArenaBytes(mlir::func::FuncOp func,
                                           const EntryInfo &entry,
                                           int64_t batch);
 
+/// The batches the per-sequence figure of collectArenaSizes holds for.
+constexpr int64_t kArenaBatchRange = 1024;
+
 /// Fills `arenaBytes` and `arenaBytesPerBatch` of every entry point of
-/// `info` from the lowered module (after attn-plan-arena).
+/// `info` from the lowered module (after attn-plan-arena): the bytes at
+/// batch 1 (exact), and bytes per further sequence such that `arenaBytes +
+/// (B - 1) * arenaBytesPerBatch` is at least the arena of batch B for every
+/// B up to kArenaBatchRange (an upper bound, as each temporary's size is
+/// linear in the batch).
 void collectArenaSizes(mlir::ModuleOp module, ModelInfo &info);
 
 } // namespace attn

@@ -40,7 +40,7 @@ struct ParamInfo {
 
 struct EntryInfo {
   std::string name;
-  std::vector<TensorInfo> args; // the parameter buffers first
+  std::vector<TensorInfo> args; // the parameter buffers first, the arena last
   std::vector<TensorInfo> results;
   /// Bytes of the activation arena at batch 1 and the model's other bounds,
   /// and per further sequence of the batch; -1 when not known at compile

@@ -41,10 +41,21 @@ std::unique_ptr<mlir::Pass> createFuseElementwisePass();
 std::unique_ptr<mlir::Pass> createReuseBuffersPass();
 
 /// `attn-plan-arena`: the temporaries left local to an entry point live in
-/// one arena allocated once per call, at offsets planned at compile time
-/// from their lifetimes (first fit over slots); sizes that depend on the
-/// call's dims are computed at the function's entry.
+/// one arena, at offsets planned at compile time from their lifetimes
+/// (first fit over slots); sizes that depend on the call's dims are computed
+/// at the function's entry. The arena is the function's argument marked
+/// `kArenaArgAttr` when it is large enough and 64-byte aligned, else one
+/// allocated for the call; the bytes needed are stored into the argument
+/// marked `kArenaNeedArgAttr`. Without those arguments the arena is
+/// allocated at every call.
 std::unique_ptr<mlir::Pass> createPlanArenaPass();
+
+/// The argument attributes of an entry point's arena (`memref<?xi8>`, abi.h
+/// ATTN_ARG_ARENA) and of the bytes it needs (`memref<i64>`,
+/// ATTN_ARG_ARENA_NEED), added by `attn-finalize-entry-points` and consumed
+/// (removed) by `attn-plan-arena`.
+inline constexpr llvm::StringLiteral kArenaArgAttr = "attn.arena";
+inline constexpr llvm::StringLiteral kArenaNeedArgAttr = "attn.arena_need";
 
 /// `attn-matmul-to-vector`: every 2-D f32 matrix product on buffers
 /// (`linalg.matmul`, also with a transposed B through its indexing maps, or

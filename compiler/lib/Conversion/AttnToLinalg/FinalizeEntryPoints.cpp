@@ -1,15 +1,18 @@
 //===- FinalizeEntryPoints.cpp - Entry points as C interfaces -------------===//
 //
 // The last attn-specific step before LLVM: the model declarations go (their
-// content is in the metadata the code generator emits) and each entry point
-// gets MLIR's C interface wrapper.
+// content is in the metadata the code generator emits), each entry point
+// takes the caller's activation arena (which attn-plan-arena places its
+// temporaries in) and gets MLIR's C interface wrapper.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Conversion/Passes.h"
+#include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 
@@ -18,6 +21,30 @@ namespace attn {
 #include "attn/Conversion/Passes.h.inc"
 
 namespace {
+
+/// Appends the arena arguments (abi.h ATTN_ARG_ARENA, ATTN_ARG_ARENA_NEED)
+/// to an entry point, once.
+LogicalResult addArenaArguments(func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (func.getArgAttr(i, kArenaArgAttr))
+      return success();
+  OpBuilder b(func.getContext());
+  Location loc = func.getLoc();
+  unsigned index = func.getNumArguments();
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getIntegerType(8));
+  auto need = MemRefType::get({}, b.getI64Type());
+  if (failed(func.insertArgument(
+          index, bytes,
+          b.getDictionaryAttr(b.getNamedAttr(kArenaArgAttr, b.getUnitAttr())),
+          loc)) ||
+      failed(func.insertArgument(
+          index + 1, need,
+          b.getDictionaryAttr(
+              b.getNamedAttr(kArenaNeedArgAttr, b.getUnitAttr())),
+          loc)))
+    return func.emitError("cannot add the activation arena arguments");
+  return success();
+}
 
 struct AttnFinalizeEntryPointsPass
     : impl::AttnFinalizeEntryPointsBase<AttnFinalizeEntryPointsPass> {
@@ -36,8 +63,11 @@ struct AttnFinalizeEntryPointsPass
               "attn.second_moment", "attn.hyper", "attn.seed", "attn.dims",
               "attn.name", "attn.kv_cache", "attn.kv_state"})
           func.removeArgAttr(i, name);
-      if (func.isPublic() && !func.isExternal())
-        func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), unit);
+      if (!func.isPublic() || func.isExternal())
+        continue;
+      if (failed(addArenaArguments(func)))
+        return signalPassFailure();
+      func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), unit);
     }
   }
 };
