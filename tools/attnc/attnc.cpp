@@ -40,6 +40,7 @@
 
 #include <map>
 #include <mutex>
+#include <vector>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -172,6 +173,18 @@ public:
     times[(stage + ": " + pass).str()] += seconds;
   }
 
+  /// Notes the process's peak memory so far, after `step`.
+  void notePeakMemory(llvm::StringRef step) {
+    std::lock_guard<std::mutex> lock(mutex);
+    peaks.push_back({step.str(), peakMiB()});
+  }
+
+  static long peakMiB() {
+    rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss / 1024;
+  }
+
   /// Each stage's total, then the passes by decreasing CPU time.
   void print(llvm::raw_ostream &os) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -197,11 +210,16 @@ public:
     for (const auto &[name, time] : rows)
       if (time >= 0.01)
         os << llvm::formatv("  {0,8:f3} s  {1}\n", time, name);
+    os << "  peak memory so far (MiB):";
+    for (const auto &[step, mib] : peaks)
+      os << " " << step << " " << mib << ";";
+    os << "\n";
   }
 
 private:
   std::mutex mutex;
   std::map<std::string, double> times;
+  std::vector<std::pair<std::string, long>> peaks;
 };
 
 /// Records the CPU time of each pass of one stage's pass manager. Pass
@@ -290,6 +308,8 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     attn::buildAttnPipeline(pm, options, static_cast<attn::Stage>(stage - 1));
     if (failed(pm.run(module)))
       return failure();
+    if (passCpuTimes)
+      passCpuTimes->notePeakMemory(attn::stageName(next));
     if (failed(dumpStage(attn::stageName(next), "mlir",
                          printModule(module))))
       return failure();
@@ -363,6 +383,8 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
     return nullptr;
   std::unique_ptr<llvm::Module> llvmModule =
       attn::translateToLLVMIR(module, info, options, llvmContext);
+  if (passCpuTimes)
+    passCpuTimes->notePeakMemory("llvm");
   if (llvmModule && !dumpDir.empty()) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -388,6 +410,8 @@ int writeMachineCode(llvm::Module &module, const attn::CodegenOptions &options,
     llvm::errs() << "attnc: error: " << error << "\n";
     return kInputError;
   }
+  if (passCpuTimes)
+    passCpuTimes->notePeakMemory(assembly ? "asm" : "object");
   output->keep();
   return kSuccess;
 }
@@ -606,7 +630,7 @@ int main(int argc, char **argv) {
     llvm::errs() << llvm::formatv(
         "  {0,8:f3} s  attnc in all (user + system; peak memory {1} MiB)\n",
         seconds(usage.ru_utime) + seconds(usage.ru_stime),
-        usage.ru_maxrss / 1024);
+        PassCpuTimes::peakMiB());
   }
   return status;
 }
