@@ -25,6 +25,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -100,6 +101,10 @@ cl::opt<std::string> dumpDir("dump-dir",
                                       "through to DIR, one file per stage"),
                              cl::value_desc("dir"), cl::init(""),
                              cl::cat(attncCategory));
+cl::opt<bool> verifyEach("verify-each",
+                         cl::desc("Verify the IR after every pass (default: "
+                                  "after every stage)"),
+                         cl::cat(attncCategory));
 cl::opt<bool> timingOption("timing",
                            cl::desc("Print the time of every MLIR pass, and "
                                     "of LLVM's optimisation and code "
@@ -281,6 +286,10 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
+    // Verifying the whole module after each of the ~60 passes took 10 % of
+    // a compile; once per stage still stops a broken pass before the next
+    // stage (--verify-each finds which pass).
+    pm.enableVerifier(verifyEach);
     DefaultTimingManager timing;
     applyDefaultTimingManagerCLOptions(timing);
     if (timingOption)
@@ -308,6 +317,11 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     attn::buildAttnPipeline(pm, options, static_cast<attn::Stage>(stage - 1));
     if (failed(pm.run(module)))
       return failure();
+    if (!verifyEach && failed(verify(module))) {
+      module.emitError() << "invalid IR after the " << attn::stageName(next)
+                         << " stage (--verify-each finds the pass)";
+      return failure();
+    }
     if (passCpuTimes)
       passCpuTimes->notePeakMemory(attn::stageName(next));
     if (failed(dumpStage(attn::stageName(next), "mlir",
