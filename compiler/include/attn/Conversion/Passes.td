@@ -21,17 +21,19 @@ def AttnBindParams : Pass<"attn-bind-params", "::mlir::ModuleOp"> {
     (`attn::paramBufferArgs`). A buffer the function only reads is a
     `tensor<?xf32>` marked `bufferization.writable = false`; each
     `attn.get_param` of it becomes a slice reshaped to the parameter's shape.
-    A buffer the function writes is a `memref<?xf32>`, read as one
-    `bufferization.to_tensor restrict writable`; each `attn.set_param`
-    becomes a `tensor.insert_slice` into the buffer's current value, each use
-    of an `attn.get_param` of it a slice of the value current at the use (of
-    the value at the read if the slot was written in between), and the last
-    value is stored back with `bufferization.materialize_in_destination`.
+    A buffer the function writes is a `memref<?xf32>`; each slot of it the
+    function accesses is a `memref.subview` read as its own
+    `bufferization.to_tensor restrict writable` (slots are disjoint); an
+    `attn.set_param` makes its value the slot's current value, an
+    `attn.get_param` is the slot's value current at the read, and each
+    written slot's last value is stored back into its subview with
+    `bufferization.materialize_in_destination`.
     Reads and writes of a written buffer must be at the top level of the
     function. The `attn.param` and `attn.train` ops stay for the code
     generator to describe the model.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::bufferization::BufferizationDialect"];
 }
 
@@ -40,12 +42,13 @@ def AttnParamWritesInPlace
   let summary = "Computes values stored into parameter buffers in place";
   let description = [{
     Input: a module on tensors after `attn-bind-params` and
-    `convert-attn-to-linalg`. For each `tensor.insert_slice` into a chain
-    rooted at a writable `bufferization.to_tensor` (a parameter buffer the
-    function writes), the `tensor.empty` that the inserted value's producer
-    computes into (found through reshapes, casts, destination-style ops and
-    `scf.for` inits) is replaced by the slot the insert writes, reshaped to
-    its type. Output: the same values; one-shot bufferisation then computes
+    `convert-attn-to-linalg`. For each
+    `bufferization.materialize_in_destination` into a slot of a parameter
+    buffer the function writes (a subview that a writable
+    `bufferization.to_tensor` also reads), the `tensor.empty` that the stored
+    value's producer computes into (found through reshapes, casts,
+    destination-style ops and `scf.for` inits) is replaced by that slot's
+    tensor, reshaped to its type. Output: the same values; one-shot bufferisation then computes
     them directly in the buffer. Upstream `eliminate-empty-tensors` does the
     same but stops at reshapes.
   }];

@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/Timer.h"
 
 #include <memory>
 #include <string>
@@ -27,6 +28,9 @@ struct CodegenOptions {
   /// Adds `int main(argc, argv)` calling the runtime's `attn_main`, for
   /// standalone executables.
   bool withMain = false;
+  /// When set, the translation, the optimisation pipeline and the code
+  /// generation are each timed in this group (attnc's --timing).
+  llvm::TimerGroup *timers = nullptr;
 };
 
 /// Whether `target` names a CPU target attnc can generate code for.

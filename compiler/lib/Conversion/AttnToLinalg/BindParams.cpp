@@ -4,18 +4,25 @@
 // the gradient and moment buffers it uses (same layout), and turns each
 // `attn.get_param` into a view of its buffer at the offset the runtime's
 // parameter table uses (`computeParamLayout`). `attn.set_param` writes in
-// place: a buffer a function writes arrives as a memref, is seen as one
-// writable tensor (`bufferization.to_tensor restrict writable`) that each
-// write updates with a `tensor.insert_slice`, and the last value is
-// materialised back into the memref, which bufferisation turns into nothing
-// when every insert happened in place (the tests check that it does).
+// place: a buffer a function writes arrives as a memref; each slot the
+// function accesses is a `memref.subview` seen as its own writable tensor
+// (`bufferization.to_tensor restrict writable`: the slots are disjoint), a
+// write makes the written value the slot's current one, and the last value
+// is materialised back into the subview, which bufferisation turns into
+// nothing when the value was computed in place (the tests check that it
+// is). One tensor per slot rather than one chain of inserts per buffer:
+// one-shot bufferisation's analysis follows such a chain back for every
+// read of it, which made it cubic in the number of parameters (gpt2_small's
+// train_step: minutes).
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 
@@ -75,6 +82,18 @@ SmallVector<ParamBuffer> paramBufferArgs(const ParamBufferUse &use) {
 
 namespace {
 
+/// `flat` (a [size] tensor) reshaped to `type`.
+Value unflatten(OpBuilder &b, Location loc, Value flat, RankedTensorType type) {
+  if (type.getRank() == 1)
+    return flat;
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, flat,
+                                           ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  return tensor::ExpandShapeOp::create(b, loc, type, flat,
+                                       ArrayRef<ReassociationIndices>{all});
+}
+
 /// The flat [size] slice at `offset` of `buffer`, reshaped to `type`.
 Value readSlot(OpBuilder &b, Location loc, Value buffer, int64_t offset,
                RankedTensorType type) {
@@ -84,14 +103,7 @@ Value readSlot(OpBuilder &b, Location loc, Value buffer, int64_t offset,
       b, loc, flatType, buffer, ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-  if (type.getRank() == 1)
-    return flat;
-  if (type.getRank() == 0)
-    return tensor::CollapseShapeOp::create(b, loc, type, flat,
-                                           ArrayRef<ReassociationIndices>{});
-  ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-  return tensor::ExpandShapeOp::create(b, loc, type, flat,
-                                       ArrayRef<ReassociationIndices>{all});
+  return unflatten(b, loc, flat, type);
 }
 
 /// `value` as a flat [size] tensor.
@@ -107,49 +119,6 @@ Value flatten(OpBuilder &b, Location loc, Value value) {
   ReassociationIndices all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
   return tensor::CollapseShapeOp::create(b, loc, flatType, value,
                                          ArrayRef<ReassociationIndices>{all});
-}
-
-/// Moves each `attn.set_param` up to just after the op computing its value,
-/// but not above an earlier write of the same slot or a use of a value read
-/// from that slot before it. The write then comes before the next value is
-/// computed, so that `attn-param-writes-in-place` can give that value's
-/// producer its slot of the buffer as written so far (a later value of the
-/// buffer, which bufferisation does not see as conflicting with reads of
-/// other slots the way a slot of the first value is).
-void hoistWrites(Block &body) {
-  SmallVector<SetParamOp> sets(body.getOps<SetParamOp>());
-  for (SetParamOp set : sets) {
-    Operation *after = nullptr;
-    auto later = [&](Operation *op) {
-      op = body.findAncestorOpInBlock(*op);
-      if (op && op != set && op->isBeforeInBlock(set) &&
-          (!after || after->isBeforeInBlock(op)))
-        after = op;
-    };
-    if (Operation *def = set.getValue().getDefiningOp())
-      later(def);
-    for (Operation &op : body) {
-      if (&op == set.getOperation())
-        break;
-      if (auto other = dyn_cast<SetParamOp>(op)) {
-        if (other.getName() == set.getName() &&
-            other.getBuffer() == set.getBuffer())
-          later(other);
-        continue;
-      }
-      auto get = dyn_cast<GetParamOp>(op);
-      if (!get || get.getName() != set.getName() ||
-          get.getBuffer() != set.getBuffer())
-        continue;
-      later(get);
-      for (Operation *user : get->getUsers())
-        later(user);
-    }
-    if (!after)
-      set->moveBefore(&body.front());
-    else if (after->getNextNode() != set.getOperation())
-      set->moveAfter(after);
-  }
 }
 
 struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
@@ -187,14 +156,13 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
     });
     if (nested.wasInterrupted())
       return failure();
-    hoistWrites(body);
 
     // The buffer arguments, first and in buffer order.
     auto tensorType =
         RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
     auto memrefType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
-    Value buffers[4] = {};   // the tensor every read or write starts from
-    Value memrefs[4] = {};   // written buffers: the argument
+    Value buffers[4] = {}; // read-only buffers: the argument
+    Value memrefs[4] = {}; // written buffers: the argument
     unsigned index = 0;
     for (ParamBuffer buffer : paramBufferArgs(use)) {
       int i = static_cast<int>(buffer);
@@ -211,94 +179,93 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
                                      b.getDictionaryAttr(attrs), loc)))
         return func.emitError("cannot add the parameter buffer arguments");
       Value arg = func.getArgument(index++);
-      if (!written) {
-        buffers[i] = arg;
-        continue;
-      }
-      memrefs[i] = arg;
-      b.setInsertionPointToStart(&body);
-      buffers[i] = bufferization::ToTensorOp::create(b, loc, tensorType, arg,
-                                                     /*restrict=*/true,
-                                                     /*writable=*/true);
+      (written ? memrefs : buffers)[i] = arg;
     }
 
-    // Writes, in block order: each extends the chain of values of its
-    // buffer. `chainBefore[op]` is each chain's value just before `op`.
-    DenseMap<Operation *, std::array<Value, 4>> chainBefore;
-    DenseMap<Operation *, unsigned> position;
-    std::array<Value, 4> current = {buffers[0], buffers[1], buffers[2],
-                                    buffers[3]};
-    unsigned counter = 0;
-    for (Operation &op : llvm::make_early_inc_range(body)) {
-      chainBefore[&op] = current;
-      position[&op] = counter++;
-      auto set = dyn_cast<SetParamOp>(op);
-      if (!set)
-        continue;
-      auto it = offsets.find(set.getName());
-      if (it == offsets.end())
-        return set.emitError("no parameter named ") << set.getName();
-      int i = static_cast<int>(set.getBuffer());
-      b.setInsertionPoint(set);
-      Value flat = flatten(b, set.getLoc(), set.getValue());
-      int64_t size = cast<RankedTensorType>(flat.getType()).getDimSize(0);
-      current[i] = tensor::InsertSliceOp::create(
-          b, set.getLoc(), flat, current[i],
-          ArrayRef<OpFoldResult>{b.getIndexAttr(it->second)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    }
-
-    // The writes of the function: where each buffer slot was written.
-    DenseMap<std::pair<Attribute, int>, SmallVector<unsigned>> writesOf;
-    for (auto set : body.getOps<SetParamOp>())
-      writesOf[{set.getNameAttr(), static_cast<int>(set.getBuffer())}]
-          .push_back(position[set]);
-
+    // Reads of buffers the function only reads: slices of the argument.
     SmallVector<GetParamOp> gets;
     func.walk([&](GetParamOp get) { gets.push_back(get); });
     for (GetParamOp get : gets) {
+      int i = static_cast<int>(get.getBuffer());
+      if (use.written[i])
+        continue;
       auto it = offsets.find(get.getName());
       if (it == offsets.end())
         return get.emitError("no parameter named ") << get.getName();
-      int i = static_cast<int>(get.getBuffer());
-      auto type = cast<RankedTensorType>(get.getType());
-      if (!use.written[i]) {
-        b.setInsertionPoint(get);
-        get.replaceAllUsesWith(
-            readSlot(b, get.getLoc(), buffers[i], it->second, type));
-        get.erase();
-        continue;
-      }
-      // A buffer the function writes: each use reads the chain's value at
-      // the use (so that reads after writes of other slots do not keep the
-      // old buffer alive), unless this slot was written between the read and
-      // the use: then the value at the read, which bufferisation copies.
-      unsigned readAt = position[get];
-      const SmallVector<unsigned> &writes =
-          writesOf.lookup({get.getNameAttr(), i});
-      for (OpOperand &operand : llvm::make_early_inc_range(get->getUses())) {
-        Operation *user = body.findAncestorOpInBlock(*operand.getOwner());
-        unsigned useAt = position[user];
-        bool rewritten = llvm::any_of(
-            writes, [&](unsigned w) { return w > readAt && w < useAt; });
-        Value chain = rewritten ? chainBefore[get][i] : chainBefore[user][i];
-        b.setInsertionPoint(operand.getOwner());
-        operand.set(readSlot(b, get.getLoc(), chain, it->second, type));
-      }
+      b.setInsertionPoint(get);
+      get.replaceAllUsesWith(readSlot(b, get.getLoc(), buffers[i], it->second,
+                                      cast<RankedTensorType>(get.getType())));
       get.erase();
     }
-    for (auto set : llvm::make_early_inc_range(body.getOps<SetParamOp>()))
-      set.erase();
 
-    // The final value of each written buffer goes back to its argument.
+    // Written buffers, in block order: each slot accessed is a subview of
+    // the argument seen as one tensor (made at the top of the body), its
+    // current value that tensor until a write replaces it. A read is the
+    // slot's value current at the read.
+    struct Slot {
+      Value memref;  // the subview
+      Value current; // flat tensor<size x f32>
+      bool written = false;
+    };
+    llvm::MapVector<std::pair<Attribute, int>, Slot> slots;
+    Operation *lastSlot = nullptr; // slots are made in order of first access
+    auto slotOf = [&](Operation *op, FlatSymbolRefAttr name, ParamBuffer buffer,
+                      Type type) -> FailureOr<Slot *> {
+      int i = static_cast<int>(buffer);
+      auto [it, inserted] = slots.try_emplace({name, i});
+      if (!inserted)
+        return &it->second;
+      auto offset = offsets.find(name.getValue());
+      if (offset == offsets.end())
+        return op->emitError("no parameter named ") << name.getValue();
+      int64_t size = cast<RankedTensorType>(type).getNumElements();
+      if (lastSlot)
+        b.setInsertionPointAfter(lastSlot);
+      else
+        b.setInsertionPointToStart(&body);
+      Value view = memref::SubViewOp::create(
+          b, loc, memrefs[i], ArrayRef<OpFoldResult>{b.getIndexAttr(offset->second)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      Value tensor = bufferization::ToTensorOp::create(
+          b, loc, RankedTensorType::get({size}, b.getF32Type()), view,
+          /*restrict=*/true, /*writable=*/true);
+      lastSlot = tensor.getDefiningOp();
+      it->second.memref = view;
+      it->second.current = tensor;
+      return &it->second;
+    };
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (auto get = dyn_cast<GetParamOp>(op)) {
+        FailureOr<Slot *> slot =
+            slotOf(get, get.getNameAttr(), get.getBuffer(), get.getType());
+        if (failed(slot))
+          return failure();
+        b.setInsertionPoint(get);
+        get.replaceAllUsesWith(unflatten(b, get.getLoc(), (*slot)->current,
+                                         cast<RankedTensorType>(get.getType())));
+        get.erase();
+      } else if (auto set = dyn_cast<SetParamOp>(op)) {
+        FailureOr<Slot *> slot =
+            slotOf(set, set.getNameAttr(), set.getBuffer(),
+                   set.getValue().getType());
+        if (failed(slot))
+          return failure();
+        b.setInsertionPoint(set);
+        (*slot)->current = flatten(b, set.getLoc(), set.getValue());
+        (*slot)->written = true;
+        set.erase();
+      }
+    }
+
+    // The final value of each written slot goes back to its subview.
     Operation *terminator = body.getTerminator();
     b.setInsertionPoint(terminator);
-    for (int i = 0; i < 4; ++i) {
-      if (!memrefs[i])
+    for (auto &[key, slot] : slots) {
+      if (!slot.written)
         continue;
       auto write = bufferization::MaterializeInDestinationOp::create(
-          b, loc, TypeRange{}, current[i], memrefs[i]);
+          b, loc, TypeRange{}, slot.current, slot.memref);
       write.setWritable(true);
     }
     return success();

@@ -2,11 +2,12 @@
 //
 // `attn-param-writes-in-place`: a value `attn.set_param` stores (a new
 // weight, a moment, a gradient) is computed by some destination-style op into
-// a fresh `tensor.empty`, then inserted into its slot of the flat buffer. Like
-// upstream's empty-tensor elimination, but through the reshapes between the
-// parameter's shape and the flat buffer (which upstream's does not follow),
-// this gives the producing op the slot itself as its destination, so it
-// writes there directly and the insert becomes a no-op. Only the tensor's
+// a fresh `tensor.empty`, then materialised into its slot of the flat buffer
+// (a subview that attn-bind-params also reads as a tensor). Like upstream's
+// empty-tensor elimination, but through the reshapes between the parameter's
+// shape and the flat slot (which upstream's does not follow), this gives the
+// producing op the slot itself as its destination, so it writes there
+// directly and the write-back becomes a no-op. Only the tensor's
 // undefined initial contents change, so the rewrite is always sound;
 // bufferisation still decides, and copies where in-place would be wrong.
 //
@@ -16,7 +17,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
-#include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 
 using namespace mlir;
@@ -27,13 +27,18 @@ namespace attn {
 
 namespace {
 
-/// The writable buffer an insert chain starts from, or null.
-bufferization::ToTensorOp chainRoot(tensor::InsertSliceOp insert) {
-  Value dest = insert.getDest();
-  while (auto previous = dest.getDefiningOp<tensor::InsertSliceOp>())
-    dest = previous.getDest();
-  auto root = dest.getDefiningOp<bufferization::ToTensorOp>();
-  return root && root.getWritable() ? root : nullptr;
+/// The writable tensor attn-bind-params reads the slot `write` stores into
+/// as, or null.
+bufferization::ToTensorOp slotTensor(
+    bufferization::MaterializeInDestinationOp write) {
+  Value dest = write.getDest();
+  if (!isa<BaseMemRefType>(dest.getType()))
+    return nullptr;
+  for (Operation *user : dest.getUsers())
+    if (auto read = dyn_cast<bufferization::ToTensorOp>(user))
+      if (read.getWritable() && read.getRestrict())
+        return read;
+  return nullptr;
 }
 
 /// The operand holding the `tensor.empty` whose buffer ends up as `value`,
@@ -66,40 +71,25 @@ OpOperand *emptyDestinationOf(Value value) {
 struct ParamWritesInPlacePass
     : impl::AttnParamWritesInPlaceBase<ParamWritesInPlacePass> {
   void runOnOperation() override {
-    SmallVector<tensor::InsertSliceOp> inserts;
-    getOperation().walk([&](tensor::InsertSliceOp insert) {
-      if (chainRoot(insert))
-        inserts.push_back(insert);
+    SmallVector<bufferization::MaterializeInDestinationOp> writes;
+    getOperation().walk([&](bufferization::MaterializeInDestinationOp write) {
+      if (slotTensor(write))
+        writes.push_back(write);
     });
-    DominanceInfo dominance(getOperation());
-    for (tensor::InsertSliceOp insert : inserts) {
-      auto root = chainRoot(insert);
-      if (insert.getType().getRank() != 1 || !insert.hasUnitStride())
+    for (bufferization::MaterializeInDestinationOp write : writes) {
+      Value slot = slotTensor(write).getResult();
+      auto slotType = cast<RankedTensorType>(slot.getType());
+      if (slotType.getRank() != 1 || !slotType.hasStaticShape())
         continue;
-      std::optional<int64_t> offset = getConstantIntValue(insert.getMixedOffsets()[0]);
-      std::optional<int64_t> size = getConstantIntValue(insert.getMixedSizes()[0]);
-      if (!offset || !size)
-        continue;
-      OpOperand *operand = emptyDestinationOf(insert.getSource());
+      int64_t size = slotType.getDimSize(0);
+      OpOperand *operand = emptyDestinationOf(write.getSource());
       if (!operand)
         continue;
       auto emptyType = cast<RankedTensorType>(operand->get().getType());
-      if (!emptyType.hasStaticShape() || emptyType.getNumElements() != *size)
+      if (!emptyType.hasStaticShape() || emptyType.getNumElements() != size)
         continue;
       OpBuilder b(operand->getOwner());
       Location loc = operand->get().getLoc();
-      auto flatType = RankedTensorType::get({*size}, emptyType.getElementType());
-      // The buffer as it is just before the insert when that is available
-      // there (then the slot is the very value an element-wise update reads,
-      // and bufferisation sees the update as in place), else its first value.
-      Value buffer = insert.getDest();
-      if (!dominance.properlyDominates(buffer, operand->getOwner()))
-        buffer = root.getResult();
-      Value slot = tensor::ExtractSliceOp::create(
-          b, loc, flatType, buffer,
-          ArrayRef<OpFoldResult>{b.getIndexAttr(*offset)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(*size)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
       if (emptyType.getRank() == 0) {
         slot = tensor::CollapseShapeOp::create(b, loc, emptyType, slot,
                                                ArrayRef<ReassociationIndices>{});
