@@ -1171,7 +1171,7 @@ def main():
                              "attnc and every models/*.tfm (generated models: their .tfm)")
     parser.add_argument("--batches", default=",".join(str(b) for b in BATCHES),
                         help="batch sizes of the forward runs")
-    parser.add_argument("--train-budget", type=float, default=45.0,
+    parser.add_argument("--train-budget", type=float, default=30.0,
                         help="seconds of train steps per system and model, about; 0: no "
                              "train step")
     parser.add_argument("--gen-new", type=int, default=32)
@@ -1184,7 +1184,7 @@ def main():
                         help="rows M (B*T) of the forward products")
     parser.add_argument("--gemm-bwd-m", default="256,2048",
                         help="rows M of the backward products (empty: none)")
-    parser.add_argument("--gemm-budget", type=float, default=0.5,
+    parser.add_argument("--gemm-budget", type=float, default=0.25,
                         help="seconds per system, thread count and product, about")
     parser.add_argument("--sdpa-t", default="256,512,1024,2048")
     parser.add_argument("--sdpa-batch", type=int, default=1)
@@ -1207,7 +1207,7 @@ def main():
             parser.error(f"--only: unknown section '{x}' (sections: {', '.join(SECTIONS)})")
 
     bench = Bench(args)
-    started = time.perf_counter()
+    started, load_before = time.perf_counter(), os.getloadavg()[0]
     model_sections = [x for x in ("forward", "generate", "train") if x in sections]
     needs_torch = bool(({"sdpa"} | set(model_sections)) & set(sections)) and not args.no_torch
     use_torch = needs_torch and torch_available()
@@ -1215,18 +1215,30 @@ def main():
         log("PyTorch not importable: attnc figures only")
     blas_dir = openblas_dir(bench.work) if use_torch else None
 
+    elapsed = []
+
+    def timed(name, fn):
+        t0, load = time.perf_counter(), os.getloadavg()[0]
+        result = fn()
+        elapsed.append(f"{name} {time.perf_counter() - t0:.0f} s, load {load:.1f} -> "
+                       f"{os.getloadavg()[0]:.1f}")
+        return result
+
     peak, peak_rows = {}, []
     if "peak" in sections or model_sections:
-        peak, peak_rows = run_peak(bench)
-    gemm_rows, gemm_summary = run_gemm(bench, peak) if "gemm" in sections else ([], [])
-    sdpa_rows, sdpa_notes = (run_sdpa(bench, use_torch, blas_dir) if "sdpa" in sections
-                             else ([], []))
-    rows, decode_rows, torch_info = (run_models(bench, model_sections, use_torch, blas_dir, peak)
-                                     if model_sections else ([], [], None))
+        peak, peak_rows = timed("peak", lambda: run_peak(bench))
+    gemm_rows, gemm_summary = (timed("gemm", lambda: run_gemm(bench, peak))
+                               if "gemm" in sections else ([], []))
+    sdpa_rows, sdpa_notes = (timed("sdpa", lambda: run_sdpa(bench, use_torch, blas_dir))
+                             if "sdpa" in sections else ([], []))
+    rows, decode_rows, torch_info = (
+        timed("models", lambda: run_models(bench, model_sections, use_torch, blas_dir, peak))
+        if model_sections else ([], [], None))
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; "
           f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; sections: {','.join(sections)}; "
-          f"{time.perf_counter() - started:.0f} s")
+          f"{time.perf_counter() - started:.0f} s ({', '.join(elapsed)}); 1-minute load "
+          f"average {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
     if torch_info:
         print(f"PyTorch {torch_info['version']} eager, BLAS {torch_info['blas']}, "
               "OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE, torch.set_num_threads(2)")
