@@ -116,8 +116,11 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 	  -rss_limit_mb=2048 -artifact_prefix=../artifacts/ -print_final_stats=1
 
 # Forward, generate and train-step tokens/s of char_gpt and gpt2_small, next
-# to PyTorch on the same weights when it imports; see tools/bench/bench.py
-# (BENCH_ARGS: its options, e.g. --reuse, --rounds 2). Needs numpy.
+# to PyTorch on the same weights when it imports, their matrix products next
+# to OpenBLAS's sgemm, attention next to PyTorch's, and the machine's FMA
+# peak and read bandwidth; see tools/bench/bench.py (BENCH_ARGS: its
+# options, e.g. --reuse, --only gemm,sdpa,peak, --gemm-budget 0.2). Needs
+# numpy; OpenBLAS is the system's or fetched with apt-get download (no root).
 BENCH_PYTHON ?= $(shell for p in /usr/bin/python3 python3; do \
   $$p -c 'import numpy' 2>/dev/null && echo $$p && break; done)
 

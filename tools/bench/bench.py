@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""`make bench`: forward and generate throughput of attnc-compiled models
-next to PyTorch CPU eager on the same weights and shapes, in one run.
+"""`make bench`: forward, generate and train-step throughput of
+attnc-compiled models next to PyTorch CPU eager on the same weights and
+shapes, attnc's matrix products next to OpenBLAS, its attention next to
+PyTorch's, and the machine's FMA peak and bandwidth, in one run.
 
 For each model: `attnc compile` (timed), link tools/bench/driver.c with the
 object and libattnrt, initialise weights (seed 1). Then three processes
@@ -37,9 +39,48 @@ apart (dropout masks differ); the work per step does not depend on them.
 Train steps run after the forward and generate runs (which see the initial
 weights).
 
-Usage: bench.py [--build DIR] [--attnc PATH] [--models a,b] [--rounds R]
-                [--reps N] [--budget S] [--batches 1,8] [--gen-new N]
-                [--train-budget S] [--no-torch] [--reuse]
+Sections (--only, default all; printed in this order, each its own table):
+
+`peak`: the machine's f32 peak, tools/bench/peak.c (clang-22 -O3
+-march=native): a pure-FMA loop with 16 independent AVX-512 accumulators
+(12 AVX2 ones without AVX-512) on 1 and 2 threads, and a read loop over a
+512 MiB buffer (--peak-mib) on 1 and 2 threads; the best run in
+--peak-seconds. The model sections use it for their "% FMA peak" column
+(useful FLOPs per token: 2 per weight of every matrix product + causal
+attention's 2 d T per layer for a forward, 3x that for a train step) and
+for the decode-step bound (every weight but the position table read once
+at the measured bandwidth); they run it too.
+
+`gemm`: every matrix product char_gpt and gpt2_small run (--models), at
+their shapes: per layer (qkv, proj, fc, fc_out, head) the forward x W^T at
+M = B*T rows in --gemm-m, and the backward products dy W and dy^T x (the
+head: x^T dy) at M in --gemm-bwd-m. attnc: a generated model with one fn
+per product (BUILD/bench/gemm_MODEL.tfm), each a call through attn_run
+(driver.c `call`); OpenBLAS: cblas_sgemm with the same operand layouts
+(tools/bench/blas.c, dlopened libopenblas.so.0: the system's, else
+Debian's libopenblas0-pthread fetched without root), OPENBLAS_CORETYPE=
+SkylakeX, openblas_set_num_threads(1 or 2). GFLOP/s = 2 m n k / seconds.
+
+`sdpa`: scaled dot-product attention alone, B=1 H=4 D=64, T in --sdpa-t,
+causal and not, forward and forward + backward: attnc's `forward` and
+`loss_grad` of a generated model (sum(attention(q * wq, k * wk, v * wv)),
+gradients through [D] scales) against PyTorch's scaled_dot_product_attention
+(PyTorch 1.13: F._scaled_dot_product_attention, its predecessor) with the
+same loss and .backward(), 1 and 2 threads; useful GFLOP/s (4 B H T^2 D
+forward, 3x for forward + backward, causal counted as half), and the extra
+memory of one call (peak RSS growth). Both are checked to agree first.
+
+`forward`, `generate`, `train`: the model workloads described above.
+
+The kernel sections time back-to-back calls (as many as fill a share of
+--gemm-budget / --sdpa-budget seconds per system and case), interleaved in
+--rounds rounds; the figure is the median per call.
+
+Usage: bench.py [--only SECTIONS] [--build DIR] [--attnc PATH] [--models a,b]
+                [--rounds R] [--reps N] [--budget S] [--batches 1,8]
+                [--gen-new N] [--train-budget S] [--gemm-m LIST]
+                [--gemm-bwd-m LIST] [--gemm-budget S] [--sdpa-t LIST]
+                [--sdpa-budget S] [--peak-seconds S] [--no-torch] [--reuse]
 """
 
 import argparse
@@ -179,8 +220,9 @@ def torch_worker(args):
                 x = block(x, mask)
             return self.ln_f(x) @ self.wte.weight.t()
 
-        def generate(self, prompt, n):
-            """Greedy decoding with a key/value cache."""
+        def generate(self, prompt, n, stamps=None):
+            """Greedy decoding with a key/value cache; the time after each
+            token is appended to `stamps`."""
             caches, out, pos = [None] * len(self.h), [], 0
             tokens = prompt
             for _ in range(n):
@@ -192,6 +234,8 @@ def torch_worker(args):
                 pos += t
                 tokens = logits.argmax(-1).view(1, 1)
                 out.append(int(tokens))
+                if stamps is not None:
+                    stamps.append(time.perf_counter())
             return out
 
     model = GPT()
@@ -282,9 +326,156 @@ def torch_worker(args):
             elif cmd["cmd"] == "generate":
                 prompt = torch.from_numpy(lcg_tokens(cmd["prompt"]).astype(np.int64))[None]
                 model.generate(prompt, 1)
+                stamps = []
                 t0 = time.perf_counter()
-                model.generate(prompt, cmd["new"])
-                print(json.dumps({"seconds": [time.perf_counter() - t0]}), flush=True)
+                model.generate(prompt, cmd["new"], stamps)
+                print(json.dumps({"seconds": [time.perf_counter() - t0],
+                                  "first": stamps[0] - t0}), flush=True)
+
+
+def memory_status():
+    """(VmRSS, VmHWM) of this process, bytes."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, value = line.split(":")
+                out[key] = int(value.split()[0]) * 1024
+    return out["VmRSS"], out["VmHWM"]
+
+
+def sdpa_worker():
+    """The PyTorch side of the sdpa section, a child process serving JSON
+    commands: F.scaled_dot_product_attention where it exists (PyTorch 2),
+    else PyTorch 1.13's F._scaled_dot_product_attention(q, k, v, None, 0.0,
+    False, is_causal), its predecessor (the math path: q k^T, softmax, @ v).
+    Inputs: [B, H, T, D] in [-1, 1); forward under no_grad; forward +
+    backward as attnc's `loss` entry: sum(sdpa(q * wq, k * wk, v * wv))
+    with wq, wk, wv ones of [D] that require gradients, .backward()."""
+    import torch
+    import torch.nn.functional as F
+
+    if hasattr(F, "scaled_dot_product_attention"):
+        name = "F.scaled_dot_product_attention"
+        sdpa = lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    else:
+        name = "F._scaled_dot_product_attention (PyTorch 1.13; math path)"
+        sdpa = lambda q, k, v, causal: F._scaled_dot_product_attention(
+            q, k, v, None, 0.0, False, causal)[0]
+    print(json.dumps({"version": torch.__version__, "sdpa": name}), flush=True)
+    inputs, warm = {}, set()
+
+    def get(shape):
+        key = tuple(shape)
+        if key not in inputs:
+            inputs.clear()
+            g = torch.Generator().manual_seed(1)
+            qkv = [torch.rand(*shape, generator=g) * 2 - 1 for _ in range(3)]
+            ws = [torch.ones(shape[-1], requires_grad=True) for _ in range(3)]
+            inputs[key] = (qkv, ws)
+        return inputs[key]
+
+    def once(qkv, ws, causal, backward):
+        if not backward:
+            with torch.no_grad():
+                sdpa(*qkv, causal)
+            return
+        for w in ws:
+            w.grad = None
+        sdpa(*(x * w for x, w in zip(qkv, ws)), causal).sum().backward()
+
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "quit":
+            break
+        if cmd["cmd"] == "check":
+            # attnc's saved inputs, forward result and loss_grad gradients.
+            qkv = [torch.from_numpy(np.load(os.path.join(cmd["fwd"], f"in{i}.npy")))
+                   for i in range(3)]
+            ref = np.load(os.path.join(cmd["fwd"], "out.npy"))
+            with torch.no_grad():
+                out = sdpa(*qkv, cmd["causal"]).numpy()
+            qkv = [torch.from_numpy(np.load(os.path.join(cmd["grad"], f"in{i}.npy")))
+                   for i in range(3)]
+            ws = [torch.ones(qkv[0].shape[-1], requires_grad=True) for _ in range(3)]
+            sdpa(*(x * w for x, w in zip(qkv, ws)), cmd["causal"]).sum().backward()
+            grads = np.concatenate([w.grad.numpy() for w in ws])
+            got = np.load(os.path.join(cmd["grad"], "grads.npy"))[cmd["grad_index"]]
+            rel = lambda a, b: float(np.linalg.norm(a - b) / np.linalg.norm(b))
+            print(json.dumps({"forward": rel(ref, out), "grads": rel(got, grads)}), flush=True)
+            continue
+        torch.set_num_threads(cmd["threads"])
+        qkv, ws = get(cmd["shape"])
+        causal, backward = cmd["causal"], cmd["backward"]
+        if cmd["cmd"] == "mem":
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            rss, _ = memory_status()
+            once(qkv, ws, causal, backward)
+            print(json.dumps({"bytes": memory_status()[1] - rss}), flush=True)
+            continue
+        key = (tuple(cmd["shape"]), causal, backward, cmd["threads"])
+        if key not in warm:
+            once(qkv, ws, causal, backward)
+            warm.add(key)
+        t0 = time.perf_counter()
+        for _ in range(cmd["reps"]):
+            once(qkv, ws, causal, backward)
+        print(json.dumps({"seconds": time.perf_counter() - t0}), flush=True)
+
+
+class SdpaTorchProcess:
+    def __init__(self, blas_dir, env=None):
+        env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX", OMP_WAIT_POLICY="PASSIVE",
+                   **(env or {}))
+        if blas_dir:
+            env["LD_LIBRARY_PATH"] = blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--sdpa-worker"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env=env)
+        self.info = json.loads(self.p.stdout.readline())
+
+    def ask(self, **cmd):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError("the PyTorch sdpa worker died")
+        return json.loads(line)
+
+    def close(self):
+        try:
+            self.p.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.p.stdin.close()
+        except OSError:
+            pass
+        self.p.wait()
+
+
+class BlasProcess:
+    """tools/bench/blas.c: cblas_sgemm of OpenBLAS, dlopened."""
+
+    def __init__(self, exe, lib):
+        env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX")
+        self.p = subprocess.Popen([exe, lib, "serve"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, env=env)
+        self.core = self.p.stdout.readline().split()[1]
+
+    def sgemm(self, ta, tb, m, n, k, threads, reps):
+        self.p.stdin.write(f"sgemm {ta} {tb} {m} {n} {k} {threads} {reps}\n")
+        self.p.stdin.flush()
+        seconds = float(self.p.stdout.readline().split()[1])
+        if self.p.stdout.readline().strip() != "ok":
+            raise RuntimeError("the OpenBLAS driver died")
+        return seconds
+
+    def close(self):
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.close()
+        except OSError:
+            pass
+        self.p.wait()
 
 
 class TorchProcess:
@@ -311,7 +502,10 @@ class TorchProcess:
         return self.ask(cmd="forward", b=b, reps=reps)["seconds"]
 
     def generate(self, prompt, new):
-        return new / self.ask(cmd="generate", prompt=prompt, new=new)["seconds"][0]
+        """tokens/s, and the seconds of one decode step (after the first
+        token)."""
+        r = self.ask(cmd="generate", prompt=prompt, new=new)
+        return new / r["seconds"][0], (r["seconds"][0] - r["first"]) / max(new - 1, 1)
 
     def train(self, b, reps):
         r = self.ask(cmd="train", b=b, reps=reps, hyper=self.hyper)
@@ -331,9 +525,10 @@ class TorchProcess:
 
 
 class AttncProcess:
-    def __init__(self, exe, weights, threads):
+    def __init__(self, exe, weights, threads, env=None):
         self.p = subprocess.Popen([exe, "serve", weights, str(threads)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, **(env or {})))
 
     def ask(self, line):
         self.p.stdin.write(line + "\n")
@@ -351,8 +546,25 @@ class AttncProcess:
         return [float(r[1]) for r in self.ask(f"forward {b} {T} {reps}")]
 
     def generate(self, prompt, new):
+        """tokens/s, and the seconds of one decode step (after the first
+        token, which is the prompt's prefill)."""
         r = self.ask(f"generate {prompt} {new}")[0]
-        return int(r[3]) / float(r[1])
+        seconds, tokens, first = float(r[1]), int(r[3]), float(r[5])
+        return tokens / seconds, (seconds - first) / max(tokens - 1, 1)
+
+    def call(self, entry, reps, shapes):
+        """Seconds of `reps` back-to-back calls of `entry` on f32 inputs of
+        `shapes` (driver.c's `call`)."""
+        return float(self.ask(f"call {entry} {reps} " + " ".join(
+            "x".join(str(d) for d in shape) for shape in shapes))[0][1])
+
+    def mem(self, entry, shapes):
+        return int(self.ask(f"mem {entry} " + " ".join(
+            "x".join(str(d) for d in shape) for shape in shapes))[0][1])
+
+    def save(self, entry, out_dir, shapes):
+        self.ask(f"save {entry} {out_dir} " + " ".join(
+            "x".join(str(d) for d in shape) for shape in shapes))
 
     def train(self, b, reps):
         out = []
@@ -381,30 +593,54 @@ class AttncProcess:
 # ------------------------------------------------------------------ the run
 
 
-def openblas_dir(work):
-    """A directory holding OpenBLAS's libblas.so.3 for PyTorch, or None when
-    the system's BLAS is already OpenBLAS. Debian's python3-torch links the
-    generic libblas.so.3; with the reference BLAS behind it PyTorch runs its
-    products at ~2 GFLOP/s, which is no baseline. Without OpenBLAS installed,
-    libopenblas0-pthread is fetched (apt-get download, no root) and unpacked
-    under WORK, for the PyTorch child process only."""
-    if os.environ.get("BENCH_BLAS_DIR"):
-        return os.environ["BENCH_BLAS_DIR"]
-    system = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
-    if "openblas" in system:
-        return None
+def fetch_openblas(work):
+    """Debian's libopenblas0-pthread, fetched (apt-get download, no root) and
+    unpacked under WORK once: the directory holding its libblas.so.3 and
+    libopenblas.so.0, or None. Only the bench's child processes use it; the
+    system's BLAS stays as it is."""
     local = os.path.join(work, "openblas", "usr", "lib", "x86_64-linux-gnu", "openblas-pthread")
     if not os.path.exists(os.path.join(local, "libblas.so.3")):
-        log("system BLAS is the reference one; fetching libopenblas0-pthread for PyTorch")
+        log("fetching libopenblas0-pthread (apt-get download) into " + work)
         try:
             run(["apt-get", "download", "libopenblas0-pthread"], cwd=work,
                 stderr=subprocess.DEVNULL)
             deb = sorted(f for f in os.listdir(work) if f.startswith("libopenblas0-pthread"))[-1]
             run(["dpkg", "-x", os.path.join(work, deb), os.path.join(work, "openblas")])
         except (subprocess.CalledProcessError, OSError, IndexError):
-            log("warning: could not fetch OpenBLAS: PyTorch runs on the reference BLAS")
             return None
     return local
+
+
+def openblas_dir(work):
+    """A directory holding OpenBLAS's libblas.so.3 for PyTorch, or None when
+    the system's BLAS is already OpenBLAS. Debian's python3-torch links the
+    generic libblas.so.3; with the reference BLAS behind it PyTorch runs its
+    products at ~2 GFLOP/s, which is no baseline. Without OpenBLAS installed,
+    libopenblas0-pthread is fetched and unpacked under WORK (fetch_openblas),
+    for the PyTorch child process only."""
+    if os.environ.get("BENCH_BLAS_DIR"):
+        return os.environ["BENCH_BLAS_DIR"]
+    system = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    if "openblas" in system:
+        return None
+    local = fetch_openblas(work)
+    if not local:
+        log("warning: could not fetch OpenBLAS: PyTorch runs on the reference BLAS")
+    return local
+
+
+def openblas_lib(work):
+    """The libopenblas.so.0 the GEMM section times cblas_sgemm of: under
+    BENCH_BLAS_DIR, the system's (any Debian libopenblas0-* variant), or the
+    one fetch_openblas unpacks. None when there is none."""
+    dirs = [os.environ.get("BENCH_BLAS_DIR", ""), "/usr/lib/x86_64-linux-gnu",
+            os.path.dirname(os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3"))]
+    for d in dirs:
+        lib = os.path.join(d, "libopenblas.so.0")
+        if d and os.path.exists(lib):
+            return lib
+    local = fetch_openblas(work)
+    return os.path.join(local, "libopenblas.so.0") if local else None
 
 
 def torch_available():
@@ -443,103 +679,442 @@ def measure(systems, b, rounds, reps, budget, what="forward"):
     return {name: (statistics.median(t), len(t)) for name, t in times.items()}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--attnc", help="the compiler to measure (default: BUILD/bin/attnc)")
-    parser.add_argument("--work", help="scratch directory (default: BUILD/bench)")
-    parser.add_argument("--models", default="char_gpt,gpt2_small")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--reps", type=int, default=3, help="runs per system per round")
-    parser.add_argument("--budget", type=float, default=30.0,
-                        help="seconds of runs per system and workload, about")
-    parser.add_argument("--no-torch", action="store_true")
-    parser.add_argument("--reuse", action="store_true",
-                        help="keep a model's object from an earlier run when it is newer than "
-                             "attnc and every models/*.tfm")
-    parser.add_argument("--batches", default=",".join(str(b) for b in BATCHES),
-                        help="batch sizes of the forward runs")
-    parser.add_argument("--train-budget", type=float, default=45.0,
-                        help="seconds of train steps per system and model, about; 0: no "
-                             "train step")
-    parser.add_argument("--gen-new", type=int, default=32)
-    parser.add_argument("--gen-prompt", type=int, default=64)
-    parser.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--model", help=argparse.SUPPRESS)
-    parser.add_argument("--weights", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.torch_worker:
-        return torch_worker(args)
+SECTIONS = ("peak", "gemm", "sdpa", "forward", "generate", "train")
 
-    attnc = args.attnc or os.path.join(args.build, "bin", "attnc")
-    runtime = os.path.join(args.build, "lib", "libattnrt.a")
-    work = args.work or os.path.join(args.build, "bench")
-    os.makedirs(work, exist_ok=True)
-    cc = shutil.which("clang-22") or shutil.which("cc")
-    use_torch = not args.no_torch and torch_available()
-    if not use_torch:
-        log("PyTorch not importable (or --no-torch): attnc figures only")
-    blas_dir = openblas_dir(work) if use_torch else None
+# The products of a GPT block and its head, per layer: K (input features)
+# and N (output features) in units of d; the head's N is the vocabulary.
+GEMM_LAYERS = (("qkv", 1, 3), ("proj", 1, 1), ("fc", 1, 4), ("fc_out", 4, 1), ("head", 1, None))
 
-    rows, notes, torch_info = [], [], None
+
+class Bench:
+    """What every section needs: paths, the compiler and the C compiler."""
+
+    def __init__(self, args):
+        self.args = args
+        self.attnc = args.attnc or os.path.join(args.build, "bin", "attnc")
+        self.runtime = os.path.join(args.build, "lib", "libattnrt.a")
+        self.work = args.work or os.path.join(args.build, "bench")
+        os.makedirs(self.work, exist_ok=True)
+        self.cc = shutil.which("clang-22") or shutil.which("cc")
+        self.notes = []
+
+    def driver(self, name, src, sources, label=None):
+        """Compiles `src` (model `name`) with attnc unless --reuse finds an
+        object newer than every file of `sources`, and links driver.c with
+        it: the driver's path."""
+        obj = os.path.join(self.work, name + ".o")
+        exe = os.path.join(self.work, name + "-bench")
+        label = label or name
+        if self.args.reuse and os.path.exists(obj) and all(
+                os.path.getmtime(obj) > os.path.getmtime(f) for f in sources):
+            self.notes.append(f"{label}: object reused (--reuse), not recompiled")
+        else:
+            log(f"[{label}] attnc compile")
+            t0 = time.perf_counter()
+            run([self.attnc, "compile", src, "-o", obj])
+            self.notes.append(f"{label}: `attnc compile` {time.perf_counter() - t0:.1f} s")
+        run([self.cc, "-O2", "-o", exe, os.path.join(ROOT, "tools", "bench", "driver.c"), obj,
+             self.runtime, f"-DMODEL_INFO={name}_model_info",
+             "-I", os.path.join(ROOT, "runtime", "include"), "-lm", "-lpthread"])
+        return exe
+
+    def generated_model(self, name, text):
+        """Writes a generated .tfm under WORK (only when its text changed,
+        so that --reuse can keep the object) and returns its path."""
+        path = os.path.join(self.work, name + ".tfm")
+        if not os.path.exists(path) or open(path).read() != text:
+            with open(path, "w") as f:
+                f.write(text)
+        return path
+
+
+def markdown(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def time_kernel(runners, budget, rounds, pause=None):
+    """Seconds per call of each runner (name -> fn(reps) -> seconds for reps
+    back-to-back calls; each warms itself up), interleaved in `rounds`
+    rounds: each sample is as many calls as fill budget/rounds (at least
+    one), at least 2 samples per runner and no more once a runner has spent
+    `budget` seconds. `pause`: name -> seconds to sleep after that runner
+    (OpenBLAS's threads spin for a while after a call). Medians."""
+    estimate, samples, spent = {}, {}, {}
+    for name, fn in runners.items():
+        t = fn(1)
+        estimate[name], spent[name] = t, t
+        # A call that fills a round's share is a sample of its own (the
+        # runner warmed up before timing it).
+        samples[name] = [t] if t * rounds >= budget else []
+        time.sleep((pause or {}).get(name, 0))
+    for _ in range(rounds):
+        for name, fn in runners.items():
+            if len(samples[name]) >= rounds or (
+                    len(samples[name]) >= 2 and spent[name] > budget):
+                continue
+            k = max(1, int(budget / rounds / max(estimate[name], 1e-9)))
+            t = fn(k)
+            spent[name] += t
+            samples[name].append(t / k)
+            time.sleep((pause or {}).get(name, 0))
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def model_lets(model):
+    """The `let` constants of models/MODEL.tfm (d, vocab, layers, ...)."""
+    import re
+    with open(os.path.join(ROOT, "models", model + ".tfm")) as f:
+        return {m.group(1): int(m.group(2))
+                for m in re.finditer(r"^\s*let\s+(\w+)\s*=\s*(\d+)\s*$", f.read(), re.M)}
+
+
+# ------------------------------------------------------------ peak section
+
+
+def run_peak(bench):
+    """FMA peak (1 and 2 threads) and read bandwidth over 512 MiB: a dict
+    with keys ("fma", threads) in GFLOP/s and ("read", threads) in GB/s,
+    and the table rows."""
+    exe = os.path.join(bench.work, "peak")
+    run([bench.cc, "-O3", "-march=native", "-pthread", "-o", exe,
+         os.path.join(ROOT, "tools", "bench", "peak.c")])
+    seconds = bench.args.peak_seconds
+    peak, rows = {}, []
+    for threads in THREADS:
+        log(f"[peak] FMA loop, {threads} thread(s)")
+        out = run([exe, "fma", str(threads), str(seconds)]).split()
+        peak[("fma", threads)] = float(out[1])
+        rows.append((f"f32 FMA loop ({out[3]}, {out[5]} lanes)", threads,
+                     f"{float(out[1]):.1f} GFLOP/s"))
+    for threads in THREADS:
+        log(f"[peak] read bandwidth, {threads} thread(s)")
+        out = run([exe, "read", str(threads), str(bench.args.peak_mib), str(seconds)]).split()
+        peak[("read", threads)] = float(out[1])
+        rows.append((f"read, {bench.args.peak_mib} MiB buffer", threads,
+                     f"{float(out[1]):.1f} GB/s"))
+    return peak, rows
+
+
+# ------------------------------------------------------------ GEMM section
+
+
+def gemm_model(model, d, vocab):
+    """The .tfm of one fn per product of MODEL's layers (the weights are
+    parameters, stored [N, K] as linear layers keep them), in the forms the
+    compiled models run: the forward x W^T, the input gradient dy W, the
+    weight gradient dy^T x (LinearOp's gradient; the head, a matmul with
+    transpose(wte.weight), takes x^T dy)."""
+    lines = [f"# Generated by tools/bench/bench.py: the matrix products of {model}.",
+             f"model gemm_{model} {{"]
+    layers = []
+    for layer, k, n in GEMM_LAYERS:
+        K, N = k * d, (n * d if n else vocab)
+        layers.append((layer, K, N))
+        lines.append(f"  param w_{layer}: f32[{N}, {K}]")
+    for layer, K, N in layers:
+        lines.append(f"  fn fwd_{layer}(x: f32[M, {K}]) {{ return x @ transpose(w_{layer}) }}")
+        lines.append(f"  fn dx_{layer}(dy: f32[M, {N}]) {{ return dy @ w_{layer} }}")
+        if layer == "head":
+            lines.append(f"  fn dw_{layer}(x: f32[M, {K}], dy: f32[M, {N}]) "
+                         f"{{ return transpose(x) @ dy }}")
+        else:
+            lines.append(f"  fn dw_{layer}(dy: f32[M, {N}], x: f32[M, {K}]) "
+                         f"{{ return transpose(dy) @ x }}")
+    lines.append("}")
+    return "\n".join(lines) + "\n", layers
+
+
+def gemm_cases(layer, K, N, M):
+    """(label, attnc entry, its input shapes, (ta, tb, m, n, k) for
+    cblas_sgemm: C[m, n] = op(A) op(B))."""
+    return [
+        ("x W^T", f"fwd_{layer}", [(M, K)], ("n", "t", M, N, K)),
+        ("dy W", f"dx_{layer}", [(M, N)], ("n", "n", M, K, N)),
+        ("x^T dy", f"dw_{layer}", [(M, K), (M, N)], ("t", "n", K, N, M)) if layer == "head"
+        else ("dy^T x", f"dw_{layer}", [(M, N), (M, K)], ("t", "n", N, K, M)),
+    ]
+
+
+def run_gemm(bench, peak):
+    args = bench.args
+    lib = openblas_lib(bench.work)
+    if not lib:
+        log("warning: no OpenBLAS (libopenblas.so.0): the GEMM section is skipped")
+        bench.notes.append("GEMM: skipped, no OpenBLAS found or fetched")
+        return [], []
+    blas_exe = os.path.join(bench.work, "blas")
+    run([bench.cc, "-O2", "-o", blas_exe, os.path.join(ROOT, "tools", "bench", "blas.c"),
+         "-ldl"])
+    blas = BlasProcess(blas_exe, lib)
+    # The compiled entry allocates its result per call: with glibc's
+    # defaults a large one is a fresh mmap, faulted in and zeroed every
+    # call. Keeping the heap makes the figure the product's, as OpenBLAS's
+    # (writing into a buffer it was given) is.
+    heap = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "17179869184"}
+    rows, ratios, rates = [], {}, {}
+    forward_m = [int(x) for x in args.gemm_m.split(",")]
+    backward_m = [int(x) for x in args.gemm_bwd_m.split(",") if x]
+    try:
+        for model in args.models.split(","):
+            lets = model_lets(model)
+            text, layers = gemm_model(model, lets["d"], lets["vocab"])
+            src = bench.generated_model(f"gemm_{model}", text)
+            exe = bench.driver(f"gemm_{model}", src, [bench.attnc, src])
+            attnc = {t: AttncProcess(exe, "-", t, heap) for t in THREADS}
+            try:
+                for layer, K, N in layers:
+                    for M in sorted(set(forward_m) | set(backward_m)):
+                        for i, (label, entry, shapes, (ta, tb, m, n, k)) in enumerate(
+                                gemm_cases(layer, K, N, M)):
+                            if M not in (forward_m if i == 0 else backward_m):
+                                continue
+                            log(f"[gemm] {model} {layer} {label} M={M}")
+                            runners = {}
+                            for t in THREADS:
+                                runners[f"attnc/{t}"] = (
+                                    lambda reps, t=t: attnc[t].call(entry, reps, shapes))
+                                runners[f"OpenBLAS/{t}"] = (
+                                    lambda reps, t=t: blas.sgemm(ta, tb, m, n, k, t, reps))
+                            res = time_kernel(runners, args.gemm_budget, args.rounds,
+                                              {f"OpenBLAS/{THREADS[-1]}": 0.1})
+                            flops = 2.0 * m * n * k
+                            row = [model, f"{layer} {label}", M, f"{m} x {n} x {k}"]
+                            for t in THREADS:
+                                a = flops / res[f"attnc/{t}"] * 1e-9
+                                b = flops / res[f"OpenBLAS/{t}"] * 1e-9
+                                row += [f"{a:.1f}", f"{b:.1f}", f"{a / b:.2f}"]
+                                group = ("M <= 8" if M <= 8 else "M >= 256", t)
+                                ratios.setdefault(group, []).append(a / b)
+                                rates.setdefault(group, []).append((a, b))
+                            rows.append(row)
+            finally:
+                for p in attnc.values():
+                    p.close()
+    finally:
+        blas.close()
+    bench.notes.append(
+        f"GEMM: OpenBLAS {os.path.realpath(lib)} (cblas_sgemm, core {blas.core}, "
+        "OPENBLAS_CORETYPE=SkylakeX, openblas_set_num_threads); attnc: a generated model, "
+        "one fn per product (build/bench/gemm_MODEL.tfm), through attn_run, result "
+        "allocated per call with the heap kept (MALLOC_MMAP_MAX_=0), inputs pseudo-random")
+    summary = []
+    for (group, t), r in sorted(ratios.items()):
+        geo = math.exp(sum(math.log(x) for x in r) / len(r))
+        line = (f"GEMM {group}, {t} thread(s): attnc / OpenBLAS geometric mean "
+                f"{geo:.2f} over {len(r)} products, {sum(x >= 0.9 for x in r)} at >= 0.90 "
+                "(the target)")
+        if ("fma", t) in peak:
+            fma = peak[("fma", t)]
+            med = lambda i: statistics.median(x[i] for x in rates[(group, t)])
+            line += (f"; median GFLOP/s as % of the FMA peak: attnc {100 * med(0) / fma:.0f} %, "
+                     f"OpenBLAS {100 * med(1) / fma:.0f} %")
+        summary.append(line)
+    return rows, summary
+
+
+# ------------------------------------------------------------ sdpa section
+
+
+SDPA_MODEL = """# Generated by tools/bench/bench.py: scaled dot-product attention alone.
+# `loss` is what the sdpa section's forward + backward runs (loss_grad):
+# gradients flow to q, k and v through the [D] scales (ones).
+model sdpa_{name} {{
+  param wq: f32[{d}] init ones()
+  param wk: f32[{d}] init ones()
+  param wv: f32[{d}] init ones()
+
+  fn forward(q: f32[B, H, T, {d}], k: f32[B, H, T, {d}], v: f32[B, H, T, {d}]) {{
+    return attention(q, k, v, mask: {mask})
+  }}
+
+  fn loss(q: f32[B, H, T, {d}], k: f32[B, H, T, {d}], v: f32[B, H, T, {d}]) {{
+    return sum(attention(q * wq, k * wk, v * wv, mask: {mask}))
+  }}
+
+  train {{
+    loss      = loss
+    optimizer = adam()
+  }}
+}}
+"""
+
+
+def run_sdpa(bench, use_torch, blas_dir):
+    args = bench.args
+    B, H, D = args.sdpa_batch, args.sdpa_heads, args.sdpa_dim
+    lengths = [int(x) for x in args.sdpa_t.split(",")]
+    rows, notes = [], []
+    torch_proc = SdpaTorchProcess(blas_dir) if use_torch else None
+    # Memory: one call in processes whose allocator returns what is freed.
+    small = {"MALLOC_MMAP_THRESHOLD_": "16384", "MALLOC_TRIM_THRESHOLD_": "0"}
+    torch_mem = SdpaTorchProcess(blas_dir, small) if use_torch else None
+    # Gradient buffer: wq, wk, wv at 16-float-aligned offsets.
+    stride = (D + 15) // 16 * 16
+    grad_index = [j * stride + i for j in range(3) for i in range(D)]
+    try:
+        for mask in ("causal", "none"):
+            name = "causal" if mask == "causal" else "full"
+            src = bench.generated_model(f"sdpa_{name}",
+                                        SDPA_MODEL.format(name=name, d=D, mask=mask))
+            exe = bench.driver(f"sdpa_{name}", src, [bench.attnc, src])
+            attnc = {t: AttncProcess(exe, "-", t) for t in THREADS}
+            attnc_mem = AttncProcess(exe, "-", 1, small)
+            try:
+                if torch_proc:
+                    check_t = min(lengths)
+                    shape = [(B, H, check_t, D)] * 3
+                    dirs = [os.path.join(bench.work, f"sdpa_{name}_{e}") for e in ("fwd", "grad")]
+                    for dir_, entry in zip(dirs, ("forward", "loss_grad")):
+                        os.makedirs(dir_, exist_ok=True)
+                        attnc[1].save(entry, dir_, shape)
+                    c = torch_proc.ask(cmd="check", fwd=dirs[0], grad=dirs[1],
+                                       causal=mask == "causal", grad_index=grad_index)
+                    notes.append(f"sdpa mask {mask}: PyTorch vs attnc at B={B} H={H} "
+                                 f"T={check_t} D={D}: forward relative error "
+                                 f"{c['forward']:.1e}, gradients of the q/k/v scales "
+                                 f"{c['grads']:.1e}")
+                for T in lengths:
+                    shape = [(B, H, T, D)] * 3
+                    for backward in (False, True):
+                        entry = "loss_grad" if backward else "forward"
+                        log(f"[sdpa] mask {mask} T={T} {entry}")
+                        runners = {}
+                        for t in THREADS:
+                            runners[f"attnc/{t}"] = (
+                                lambda reps, t=t: attnc[t].call(entry, reps, shape))
+                            if torch_proc:
+                                runners[f"PyTorch/{t}"] = (
+                                    lambda reps, t=t: torch_proc.ask(
+                                        cmd="sdpa", shape=shape[0], causal=mask == "causal",
+                                        backward=backward, threads=t, reps=reps)["seconds"])
+                        res = time_kernel(runners, args.sdpa_budget, args.rounds)
+                        flops = 4.0 * B * H * T * T * D * (0.5 if mask == "causal" else 1.0)
+                        flops *= 3 if backward else 1
+                        row = [mask, T, "forward + backward" if backward else "forward"]
+                        for t in THREADS:
+                            a = flops / res[f"attnc/{t}"] * 1e-9
+                            if torch_proc:
+                                b = flops / res[f"PyTorch/{t}"] * 1e-9
+                                row += [f"{a:.1f}", f"{b:.1f}", f"{a / b:.2f}"]
+                            else:
+                                row += [f"{a:.1f}", "-", "-"]
+                        mib = lambda x: f"{x / 2**20:.1f}"
+                        row.append(mib(attnc_mem.mem(entry, shape)))
+                        row.append(mib(torch_mem.ask(
+                            cmd="mem", shape=shape[0], causal=mask == "causal",
+                            backward=backward, threads=1)["bytes"]) if torch_mem else "-")
+                        rows.append(row)
+            finally:
+                for p in list(attnc.values()) + [attnc_mem]:
+                    p.close()
+    finally:
+        for p in (torch_proc, torch_mem):
+            if p:
+                p.close()
+    notes.append(
+        f"sdpa: B={B} H={H} D={D}, q, k, v [B, H, T, D] in [-1, 1); useful FLOPs "
+        "4 B H T^2 D for the forward, 3x that for forward + backward, causal counted as "
+        "half; attnc: a generated model (build/bench/sdpa_causal.tfm, sdpa_full.tfm), "
+        "`forward` and `loss_grad` of sum(attention(q * wq, k * wk, v * wv)) through "
+        "attn_run" + (f"; PyTorch {torch_proc.info['version']}: {torch_proc.info['sdpa']}, "
+                      "the same loss and .backward(), torch.set_num_threads(1 or 2)"
+                      if torch_proc else "") +
+        "; extra MiB: growth of the peak RSS during one call (results and temporaries), "
+        "in a process with MALLOC_MMAP_THRESHOLD_=16384")
+    return rows, notes
+
+
+# ------------------------------------------------------------ model sections
+
+
+def param_shapes(path):
+    """{name: shape} from a safetensors header."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    return {k: v["shape"] for k, v in header.items() if k != "__metadata__"}
+
+
+def model_flops(weights):
+    """FLOPs per token of a forward at T tokens: 2 per weight of every
+    matrix product (every 2-D parameter but the position table; the token
+    table counts once, as the head) plus causal attention, 2 d T per layer
+    (q k^T and p v over T/2 keys on average); and the bytes a decode step
+    streams (every parameter but the position table)."""
+    shapes = param_shapes(weights)
+    numel = lambda s: math.prod(s)
+    matmul = sum(numel(s) for k, s in shapes.items() if len(s) == 2 and k != "wpe.weight")
+    layers = 1 + max(int(k.split(".")[1]) for k in shapes if k.startswith("h."))
+    d = shapes["wte.weight"][1]
+    weight_bytes = 4 * sum(numel(s) for k, s in shapes.items() if k != "wpe.weight")
+    return (lambda t: 2.0 * matmul + 2.0 * layers * d * t), weight_bytes
+
+
+def run_models(bench, sections, use_torch, blas_dir, peak):
+    args = bench.args
+    rows, decode_rows, torch_info = [], [], None
+    notes = bench.notes
+    pct = lambda flops, threads: (f"{100 * flops / (peak[('fma', threads)] * 1e9):.1f}"
+                                  if ("fma", threads) in peak else "-")
     for model in args.models.split(","):
         src = os.path.join(ROOT, "models", model + ".tfm")
-        obj = os.path.join(work, model + ".o")
-        exe = os.path.join(work, model + "-bench")
-        weights = os.path.join(work, model + ".safetensors")
-        sources = [attnc] + [os.path.join(ROOT, "models", f)
-                             for f in os.listdir(os.path.join(ROOT, "models"))]
-        if args.reuse and os.path.exists(obj) and all(
-                os.path.getmtime(obj) > os.path.getmtime(f) for f in sources):
-            notes.append(f"{model}: object reused (--reuse), not recompiled")
-        else:
-            log(f"[{model}] attnc compile")
-            t0 = time.perf_counter()
-            run([attnc, "compile", src, "-o", obj])
-            notes.append(f"{model}: `attnc compile` {time.perf_counter() - t0:.1f} s")
-        run([cc, "-O2", "-o", exe, os.path.join(ROOT, "tools", "bench", "driver.c"), obj,
-             runtime, f"-DMODEL_INFO={model}_model_info",
-             "-I", os.path.join(ROOT, "runtime", "include"), "-lm", "-lpthread"])
+        weights = os.path.join(bench.work, model + ".safetensors")
+        sources = [bench.attnc] + [os.path.join(ROOT, "models", f)
+                                   for f in os.listdir(os.path.join(ROOT, "models"))]
+        exe = bench.driver(model, src, sources)
         if not os.path.exists(weights):
             run([exe, "init", "1", weights])
+        flops_at, weight_bytes = model_flops(weights)
 
         systems = {f"attnc/{t}": AttncProcess(exe, weights, t) for t in THREADS}
         if use_torch:
             log(f"[{model}] PyTorch: load and check")
             torch_proc = TorchProcess(model, weights, blas_dir)
             torch_info = torch_proc.info
-            tokens = os.path.join(work, "tokens-B1.npy")
+            tokens = os.path.join(bench.work, "tokens-B1.npy")
             np.save(tokens, lcg_tokens(T).reshape(1, T))
-            out = os.path.join(work, f"{model}-B1.npy")
+            out = os.path.join(bench.work, f"{model}-B1.npy")
             run([exe, "forward", weights, "1", str(T), "1", out])
             check = torch_proc.ask(cmd="check", tokens=tokens, reference=out)
             notes.append(f"{model}: PyTorch vs attnc output, B=1 T={T}: relative error "
                          f"{check['rel_err']:.1e}; PyTorch's cached decoding matches its "
                          f"full recomputation: {check['cache_ok']}")
             systems["PyTorch/2"] = torch_proc
+        order = lambda res: sorted(res, key=lambda n: (not n.startswith("PyTorch"), n))
         try:
-            for b in [int(x) for x in args.batches.split(",")]:
+            for b in [int(x) for x in args.batches.split(",")] if "forward" in sections else []:
                 log(f"[{model}] forward B={b} T={T}")
                 res = measure(systems, b, args.rounds, args.reps, args.budget)
                 ref = res["PyTorch/2"][0] if "PyTorch/2" in res else None
-                for name in sorted(res, key=lambda n: (not n.startswith("PyTorch"), n)):
+                for name in order(res):
                     med, n = res[name]
                     system, threads = name.split("/")
                     rows.append((model, f"forward B={b} T={T}", system + " eager" * (system == "PyTorch"),
                                  threads, f"{b * T / med:,.0f}",
-                                 f"{ref / med:.2f}" if ref else "-", n))
-            if args.gen_new:
+                                 f"{ref / med:.2f}" if ref else "-",
+                                 pct(flops_at(T) * b * T / med, int(threads)), n))
+            if args.gen_new and "generate" in sections:
                 log(f"[{model}] generate")
                 gen = {name: s.generate(args.gen_prompt, args.gen_new)
                        for name, s in systems.items()}
                 ref = gen.get("PyTorch/2")
-                for name in sorted(gen, key=lambda n: (not n.startswith("PyTorch"), n)):
+                for name in order(gen):
                     system, threads = name.split("/")
                     rows.append((model, f"generate {args.gen_new} after {args.gen_prompt}",
                                  system + " eager" * (system == "PyTorch"), threads,
-                                 f"{gen[name]:,.1f}",
-                                 f"{gen[name] / ref:.2f}" if ref else "-", 1))
-            if args.train_budget > 0:
+                                 f"{gen[name][0]:,.1f}",
+                                 f"{gen[name][0] / ref[0]:.2f}" if ref else "-", "-", 1))
+                    step = gen[name][1]
+                    bw = peak.get(("read", int(threads)))
+                    bound = weight_bytes / (bw * 1e9) if bw else None
+                    decode_rows.append((
+                        model, system + " eager" * (system == "PyTorch"), threads,
+                        f"{step * 1e3:.2f}", f"{1 / step:,.1f}", f"{weight_bytes / 1e6:.1f}",
+                        f"{bound * 1e3:.2f}" if bound else "-",
+                        f"{100 * bound / step:.0f}" if bound else "-"))
+            if args.train_budget > 0 and "train" in sections:
                 b = MODELS[model]["train_b"]
                 work_name = f"train step B={b} T={T}"
                 log(f"[{model}] {work_name}")
@@ -559,31 +1134,147 @@ def main():
                                        f"{s.step1['norm']:.3f}"
                                        for name, s in systems.items()))
                 ref = res["PyTorch/2"][0] if "PyTorch/2" in res else None
-                for name in sorted(res, key=lambda n: (not n.startswith("PyTorch"), n)):
+                for name in order(res):
                     med, n = res[name]
                     system, threads = name.split("/")
                     rows.append((model, work_name, system + " eager" * (system == "PyTorch"),
                                  threads, f"{b * T / med:,.1f}",
-                                 f"{ref / med:.2f}" if ref else "-", n))
+                                 f"{ref / med:.2f}" if ref else "-",
+                                 pct(3 * flops_at(T) * b * T / med, int(threads)), n))
         finally:
             for s in systems.values():
                 s.close()
+        notes.append(f"{model}: {flops_at(T) / 1e6:.1f} MFLOP per token forward at T={T} "
+                     f"(x3 for a train step), {weight_bytes / 1e6:.1f} MB of weights per "
+                     "decode step")
+    return rows, decode_rows, torch_info
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--attnc", help="the compiler to measure (default: BUILD/bin/attnc)")
+    parser.add_argument("--work", help="scratch directory (default: BUILD/bench)")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help="the sections to run, of " + ",".join(SECTIONS) +
+                             " (default: all); forward, generate and train need peak for "
+                             "their %% of peak columns and run it too")
+    parser.add_argument("--models", default="char_gpt,gpt2_small",
+                        help="the models of the forward, generate, train and gemm sections")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=3, help="runs per system per round")
+    parser.add_argument("--budget", type=float, default=30.0,
+                        help="seconds of runs per system and workload, about")
+    parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep a model's object from an earlier run when it is newer than "
+                             "attnc and every models/*.tfm (generated models: their .tfm)")
+    parser.add_argument("--batches", default=",".join(str(b) for b in BATCHES),
+                        help="batch sizes of the forward runs")
+    parser.add_argument("--train-budget", type=float, default=30.0,
+                        help="seconds of train steps per system and model, about; 0: no "
+                             "train step")
+    parser.add_argument("--gen-new", type=int, default=32)
+    parser.add_argument("--gen-prompt", type=int, default=64)
+    parser.add_argument("--peak-seconds", type=float, default=1.0,
+                        help="seconds per peak measurement")
+    parser.add_argument("--peak-mib", type=int, default=512,
+                        help="the read-bandwidth buffer, MiB")
+    parser.add_argument("--gemm-m", default="1,8,256,2048",
+                        help="rows M (B*T) of the forward products")
+    parser.add_argument("--gemm-bwd-m", default="256,2048",
+                        help="rows M of the backward products (empty: none)")
+    parser.add_argument("--gemm-budget", type=float, default=0.25,
+                        help="seconds per system, thread count and product, about")
+    parser.add_argument("--sdpa-t", default="256,512,1024,2048")
+    parser.add_argument("--sdpa-batch", type=int, default=1)
+    parser.add_argument("--sdpa-heads", type=int, default=4)
+    parser.add_argument("--sdpa-dim", type=int, default=64)
+    parser.add_argument("--sdpa-budget", type=float, default=0.6,
+                        help="seconds per system, thread count and case, about")
+    parser.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sdpa-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--weights", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.torch_worker:
+        return torch_worker(args)
+    if args.sdpa_worker:
+        return sdpa_worker()
+    sections = [x for x in args.only.split(",") if x]
+    for x in sections:
+        if x not in SECTIONS:
+            parser.error(f"--only: unknown section '{x}' (sections: {', '.join(SECTIONS)})")
+
+    bench = Bench(args)
+    started, load_before = time.perf_counter(), os.getloadavg()[0]
+    model_sections = [x for x in ("forward", "generate", "train") if x in sections]
+    needs_torch = bool(({"sdpa"} | set(model_sections)) & set(sections)) and not args.no_torch
+    use_torch = needs_torch and torch_available()
+    if needs_torch and not use_torch:
+        log("PyTorch not importable: attnc figures only")
+    blas_dir = openblas_dir(bench.work) if use_torch else None
+
+    elapsed = []
+
+    def timed(name, fn):
+        t0, load = time.perf_counter(), os.getloadavg()[0]
+        result = fn()
+        elapsed.append(f"{name} {time.perf_counter() - t0:.0f} s, load {load:.1f} -> "
+                       f"{os.getloadavg()[0]:.1f}")
+        return result
+
+    peak, peak_rows = {}, []
+    if "peak" in sections or model_sections:
+        peak, peak_rows = timed("peak", lambda: run_peak(bench))
+    gemm_rows, gemm_summary = (timed("gemm", lambda: run_gemm(bench, peak))
+                               if "gemm" in sections else ([], []))
+    sdpa_rows, sdpa_notes = (timed("sdpa", lambda: run_sdpa(bench, use_torch, blas_dir))
+                             if "sdpa" in sections else ([], []))
+    rows, decode_rows, torch_info = (
+        timed("models", lambda: run_models(bench, model_sections, use_torch, blas_dir, peak))
+        if model_sections else ([], [], None))
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; "
-          f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}")
-    print("tokens/s, median of the runs after a warm-up, systems interleaved; "
-          "ratio = tokens/s / PyTorch's (2 threads)")
+          f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; sections: {','.join(sections)}; "
+          f"{time.perf_counter() - started:.0f} s ({', '.join(elapsed)}); 1-minute load "
+          f"average {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
     if torch_info:
         print(f"PyTorch {torch_info['version']} eager, BLAS {torch_info['blas']}, "
               "OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE, torch.set_num_threads(2)")
+    if peak_rows:
+        print("\nMachine peak (tools/bench/peak.c, clang -O3 -march=native; best run):\n")
+        print(markdown(("measure", "threads", "value"), peak_rows))
+    if gemm_rows:
+        print("\nGEMM, GFLOP/s (2 m n k / seconds per call, median); ratio = attnc / OpenBLAS;"
+              " m x n x k: C[m, n] = A[m, k] B[k, n]; M = B*T:\n")
+        t1, t2 = THREADS
+        print(markdown(("model", "product", "M", "m x n x k", f"attnc/{t1}", f"OpenBLAS/{t1}",
+                        "ratio", f"attnc/{t2}", f"OpenBLAS/{t2}", "ratio"), gemm_rows))
+        print()
+        for line in gemm_summary:
+            print(line)
+    if sdpa_rows:
+        print("\nsdpa, useful GFLOP/s (median); ratio = attnc / PyTorch; extra MiB: peak "
+              "memory growth during one call:\n")
+        t1, t2 = THREADS
+        print(markdown(("mask", "T", "pass", f"attnc/{t1}", f"PyTorch/{t1}", "ratio",
+                        f"attnc/{t2}", f"PyTorch/{t2}", "ratio", "attnc extra MiB",
+                        "PyTorch extra MiB"), sdpa_rows))
+    if rows:
+        print("\nModels: tokens/s, median of the runs after a warm-up, systems interleaved; "
+              "ratio = tokens/s / PyTorch's (2 threads); % FMA peak: useful FLOPs/s over "
+              "the FMA loop's at the same thread count:\n")
+        print(markdown(("model", "workload", "system", "threads", "tokens/s", "ratio",
+                        "% FMA peak", "runs"), rows))
+    if decode_rows:
+        print("\nDecode step (generate, after the first token) vs streaming the weights once "
+              "at the read bandwidth of the same thread count (% of bound = bound / step; "
+              "target >= 90):\n")
+        print(markdown(("model", "system", "threads", "ms/step", "steps/s", "weights MB",
+                        "bound ms", "% of bound"), decode_rows))
     print()
-    header = ("model", "workload", "system", "threads", "tokens/s", "ratio", "runs")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
-    for row in rows:
-        print("| " + " | ".join(str(c) for c in row) + " |")
-    print()
-    for note in notes:
+    for note in bench.notes + sdpa_notes:
         print(note)
 
 
