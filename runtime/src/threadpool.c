@@ -7,32 +7,97 @@
  * that finds the pool busy runs serially rather than waiting: nested loops
  * and concurrent callers can never deadlock.
  *
+ * Waking a thread asleep on a condition variable takes a system call on each
+ * side, tens of microseconds: more than a whole loop of a decode step. So a
+ * worker that finished a loop first spins for a while (SPIN_NS) on the loop
+ * counter before it sleeps, and the caller spins on the count of pending
+ * workers before it sleeps: loops that follow each other closely, as a
+ * model's do, hand over without a system call. The spin is bounded, so an
+ * idle pool costs nothing. As libgomp does, a pool with more threads than
+ * the process has cores does not spin: a spinning thread would hold the
+ * core the thread it waits for needs.
+ *
  *===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
 
 #include "internal.h"
 
 struct attn_pool {
   int32_t num_threads; /* the caller included */
+  int spin;            /* num_threads <= attn_num_cores() */
   pthread_t *workers;  /* num_threads - 1 */
   int32_t num_started;
   pthread_mutex_t submit; /* held by the thread running a loop on the pool */
   pthread_mutex_t mu;     /* guards everything below */
   pthread_cond_t work_cv, done_cv;
-  uint64_t generation; /* bumped for each loop */
-  int stop;
+  /* Written under `mu`; also read without it by spinning threads, hence
+     atomic (release on write, acquire on read). */
+  _Atomic uint64_t generation; /* bumped for each loop */
+  _Atomic int stop;
+  _Atomic int32_t pending; /* workers that have not finished the current loop */
+  /* The current loop: written before `generation` is bumped. */
   attn_loop_fn fn;
   void *arg;
   int64_t n;
   int32_t chunks;
-  int32_t pending; /* workers that have not finished the current loop */
 };
+
+/* How long a thread spins before it sleeps: about a decode step's gap
+   between two loops, far below a scheduler tick. */
+enum { SPIN_NS = 50000 };
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One round of a spin; returns 0 once the deadline passed (the clock is read
+   every 64 rounds only). No sched_yield: with other processes busy on every
+   core it gives the processor away for a whole time slice (milliseconds). */
+static int relax(unsigned round, int64_t deadline) {
+  cpu_relax();
+  return round % 64 != 0 || now_ns() <= deadline;
+}
+
+/* Spins until *value != unchanged (or the pool stops) or SPIN_NS passed;
+   returns whether it changed. */
+static int spin_while_u64(_Atomic uint64_t *value, uint64_t unchanged,
+                          _Atomic int *stop) {
+  int64_t deadline = now_ns() + SPIN_NS;
+  for (unsigned i = 1;; ++i) {
+    if (atomic_load_explicit(value, memory_order_acquire) != unchanged ||
+        atomic_load_explicit(stop, memory_order_relaxed))
+      return 1;
+    if (!relax(i, deadline))
+      return 0;
+  }
+}
+
+/* Spins until *value <= 0 or SPIN_NS passed; returns whether it did. */
+static int spin_while_positive(_Atomic int32_t *value) {
+  int64_t deadline = now_ns() + SPIN_NS;
+  for (unsigned i = 1;; ++i) {
+    if (atomic_load_explicit(value, memory_order_acquire) <= 0)
+      return 1;
+    if (!relax(i, deadline))
+      return 0;
+  }
+}
 
 typedef struct worker_arg {
   attn_pool *pool;
@@ -77,29 +142,37 @@ static void *worker_main(void *p) {
   free(p);
   attn_pool *pool = wa.pool;
   uint64_t seen = 0;
-  pthread_mutex_lock(&pool->mu);
   for (;;) {
-    while (!pool->stop && pool->generation == seen)
-      pthread_cond_wait(&pool->work_cv, &pool->mu);
-    if (pool->stop)
+    if (!pool->spin || !spin_while_u64(&pool->generation, seen, &pool->stop)) {
+      pthread_mutex_lock(&pool->mu);
+      while (!pool->stop && pool->generation == seen)
+        pthread_cond_wait(&pool->work_cv, &pool->mu);
+      pthread_mutex_unlock(&pool->mu);
+    }
+    if (atomic_load(&pool->stop))
       break;
-    seen = pool->generation;
+    /* The acquire load of the new generation orders the reads of the loop
+       after the caller's writes; the caller cannot start another loop
+       before this worker has finished this one. */
+    seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
     attn_loop_fn fn = pool->fn;
     void *arg = pool->arg;
     int64_t n = pool->n;
     int32_t chunks = pool->chunks;
-    pthread_mutex_unlock(&pool->mu);
     if (wa.index < chunks) {
       int64_t b, e;
       chunk_range(n, chunks, wa.index, &b, &e);
       if (b < e)
         fn(arg, b, e);
     }
+    /* Under the mutex, so that a caller that found pending > 0 and went to
+       sleep is sure to be signalled. */
     pthread_mutex_lock(&pool->mu);
-    if (--pool->pending == 0)
+    if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) ==
+        1)
       pthread_cond_signal(&pool->done_cv);
+    pthread_mutex_unlock(&pool->mu);
   }
-  pthread_mutex_unlock(&pool->mu);
   return NULL;
 }
 
@@ -107,7 +180,7 @@ void attn_pool_destroy(attn_pool *pool) {
   if (!pool)
     return;
   pthread_mutex_lock(&pool->mu);
-  pool->stop = 1;
+  atomic_store(&pool->stop, 1);
   pthread_cond_broadcast(&pool->work_cv);
   pthread_mutex_unlock(&pool->mu);
   for (int32_t i = 0; i < pool->num_started; ++i)
@@ -130,6 +203,7 @@ attn_status attn_pool_create(int32_t num_threads, attn_pool **out) {
   if (!pool)
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
   pool->num_threads = num_threads;
+  pool->spin = num_threads <= attn_num_cores();
   pthread_mutex_init(&pool->submit, NULL);
   pthread_mutex_init(&pool->mu, NULL);
   pthread_cond_init(&pool->work_cv, NULL);
@@ -184,8 +258,11 @@ void attn_parallel_for(attn_pool *pool, int64_t n, attn_loop_fn fn,
   pool->arg = arg;
   pool->n = n;
   pool->chunks = chunks;
-  pool->pending = pool->num_threads - 1;
-  ++pool->generation;
+  atomic_store_explicit(&pool->pending, pool->num_threads - 1,
+                        memory_order_relaxed);
+  atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+  /* Cheap when every worker is spinning: glibc makes no system call for a
+     condition variable without waiters. */
   pthread_cond_broadcast(&pool->work_cv);
   pthread_mutex_unlock(&pool->mu);
 
@@ -193,9 +270,11 @@ void attn_parallel_for(attn_pool *pool, int64_t n, attn_loop_fn fn,
   chunk_range(n, chunks, 0, &b, &e);
   fn(arg, b, e);
 
-  pthread_mutex_lock(&pool->mu);
-  while (pool->pending > 0)
-    pthread_cond_wait(&pool->done_cv, &pool->mu);
-  pthread_mutex_unlock(&pool->mu);
+  if (!pool->spin || !spin_while_positive(&pool->pending)) {
+    pthread_mutex_lock(&pool->mu);
+    while (atomic_load(&pool->pending) > 0)
+      pthread_cond_wait(&pool->done_cv, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+  }
   pthread_mutex_unlock(&pool->submit);
 }

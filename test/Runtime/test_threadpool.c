@@ -2,13 +2,17 @@
  *
  * For 1, 2 and 4 threads: every index is visited exactly once, results equal
  * a serial loop's bit for bit, chunks are the documented static split, and
- * nested or concurrent loops run (serially) instead of deadlocking.
+ * nested or concurrent loops run (serially) instead of deadlocking. Loops
+ * back to back (handed over while the workers spin) and loops after a pause
+ * longer than the spin (workers asleep) both see every index once and all
+ * the caller's earlier writes.
  *
  *===----------------------------------------------------------------------===*/
 
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -67,6 +71,37 @@ static void *concurrent(void *arg) {
   return NULL;
 }
 
+typedef struct handover {
+  int64_t round; /* written by the caller between loops */
+  int64_t *seen; /* seen[i]: the round index i last saw */
+} handover;
+
+static void see_round(void *arg, int64_t begin, int64_t end) {
+  handover *h = arg;
+  for (int64_t i = begin; i < end; ++i)
+    h->seen[i] = h->round;
+}
+
+/* Many tiny loops: each must see the round written just before it and
+ * finish before the caller reads its results. */
+static void test_handover(attn_pool *pool, int64_t rounds, long pause_us) {
+  enum { W = 7 };
+  int64_t seen[W] = {0};
+  handover h = {0, seen};
+  int ok = 1;
+  for (int64_t r = 1; r <= rounds; ++r) {
+    h.round = r;
+    attn_parallel_for(pool, W, see_round, &h);
+    for (int i = 0; i < W; ++i)
+      ok &= seen[i] == r;
+    if (pause_us) {
+      struct timespec ts = {0, pause_us * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  CHECK(ok);
+}
+
 static void test_threads(int32_t threads) {
   enum { N = 100003 };
   attn_pool *pool;
@@ -114,6 +149,9 @@ static void test_threads(int32_t threads) {
   for (int i = 0; i < 3; ++i)
     pthread_join(t[i], NULL);
   CHECK(cs.count == 3 * 200 * 100);
+
+  test_handover(pool, 20000, 0);
+  test_handover(pool, 20, 2000); /* 2 ms: longer than the pool's spin */
 
   attn_parallel_for(pool, 0, body, &j); /* nothing to do */
   free(out);
