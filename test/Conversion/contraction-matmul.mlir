@@ -9,6 +9,8 @@
 // CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[AT:.*]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-DAG: #[[BKN:.*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
 
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME:    (%[[X:[^:]+]]: tensor<?x?x32xf32>, %[[W:[^:]+]]: tensor<64x32xf32>, %[[B:[^:]+]]: tensor<64xf32>)
@@ -36,6 +38,18 @@ func.func @lm_head(%x: tensor<?x?x32xf32>, %wte: tensor<100x32xf32>) -> tensor<?
   %t = attn.transpose %wte, [1, 0] : (tensor<100x32xf32>) -> tensor<32x100xf32>
   %0 = attn.matmul %x, %t : (tensor<?x?x32xf32>, tensor<32x100xf32>) -> tensor<?x?x100xf32>
   return %0 : tensor<?x?x100xf32>
+}
+
+// A weight gradient, transpose(dY) @ X with both 2-D: the left operand's
+// transpose is folded into the maps too (A as [K, M]).
+// CHECK-LABEL: func.func @weight_grad
+// CHECK-SAME:    (%[[DY:[^:]+]]: tensor<?x64xf32>, %[[X:[^:]+]]: tensor<?x32xf32>)
+// CHECK-NOT:     linalg.transpose
+// CHECK:         linalg.matmul indexing_maps = [#[[AT]], #[[BKN]], #[[C]]] ins(%[[DY]], %[[X]] : tensor<?x64xf32>, tensor<?x32xf32>) outs(%{{.*}} : tensor<64x32xf32>)
+func.func @weight_grad(%dy: tensor<?x64xf32>, %x: tensor<?x32xf32>) -> tensor<64x32xf32> {
+  %t = attn.transpose %dy, [1, 0] : (tensor<?x64xf32>) -> tensor<64x?xf32>
+  %0 = attn.matmul %t, %x : (tensor<64x?xf32>, tensor<?x32xf32>) -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
 }
 
 // A vector input is one row.

@@ -63,6 +63,20 @@ func.func @left_alone(%a: memref<4x8x16xf32>, %b: memref<4x16x8xf32>, %c: memref
   return %r : tensor<8x8xf32>
 }
 
+// A weight gradient dW = dY^T X: A = dY stored [K, M] (tokens x out), read
+// through the maps, no transposed copy.
+// CHECK-LABEL: func.func @weight_grad
+// CHECK-NOT:     linalg.matmul
+// CHECK:         call @__attn_sgemm_tn_16x32_parallel
+func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref<576x192xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>,
+                                 affine_map<(m, n, k) -> (k, n)>,
+                                 affine_map<(m, n, k) -> (m, n)>]
+    ins(%dy, %x : memref<?x576xf32>, memref<?x192xf32>) outs(%c : memref<576x192xf32>)
+  return
+}
+
+
 // The kernel for B = W[N, K]: a stack pack of at most 512 x 128, 16 x 16
 // blocks of W transposed in registers into it; an 8 x 32 register tile of
 // 16 accumulators updated with 16 vector.fma per k (a broadcast of A, two
@@ -134,3 +148,14 @@ func.func @left_alone(%a: memref<4x8x16xf32>, %b: memref<4x16x8xf32>, %c: memref
 // AVX2:           scf.for {{.*}} step %c16
 // AVX2:             scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // AVX2-COUNT-12:      vector.fma {{.*}} : vector<8xf32>
+
+// The kernel for A stored [K, M]: for each 8-row tile, the tile's column
+// block of A (8 contiguous values per k) is copied into a 512 x 8 panel,
+// which the tile's broadcasts then read.
+// CHECK-LABEL: func.func private @__attn_sgemm_tn_16x32(
+// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<512x8xf32>
+// CHECK:         vector.transfer_read {{.*}} {in_bounds = [true]} : memref<?x?xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
+// CHECK-NEXT:    vector.transfer_write {{.*}} : vector<8xf32>, memref<512x8xf32>
+// CHECK:         memref.load {{.*}} : memref<512x8xf32>
+// CHECK-NEXT:    vector.broadcast
+// CHECK:         vector.fma

@@ -1,14 +1,16 @@
 //===- MatmulToVector.cpp - Packed, register-tiled matrix products --------===//
 //
 // `attn-matmul-to-vector`: C[m, n] += sum_k A[m, k] * B[k, n] on buffers
-// (B may be stored transposed, as linear layers keep W[out, in]) becomes the
-// loop nest that reached OpenBLAS on this machine (MLIR22-NOTES):
+// (B may be stored transposed, as linear layers keep W[out, in]; A may be
+// stored transposed, as a weight gradient dY^T X reads dY[rows, out]) becomes
+// the loop nest that reached OpenBLAS on this machine (MLIR22-NOTES):
 //
 //   for n0 in [0, N) step NC:              NC = 128
 //     for k0 in [0, K) step KC:            KC = 512
 //       pack B[k0:k0+KC, n0:n0+NC] into a 64-byte-aligned KC x NC buffer,
 //         zero-padded to whole register tiles (transposing W on the way)
 //       for m0 in [0, M - M % MR) step MR:  MR x NR register tile, NR = 2 lanes
+//         (A stored [K, M]: pack A[k0:k0+KC, m0:m0+MR] into a KC x MR panel)
 //         for n1 in [0, nc) step NR:
 //           MR x 2 vector accumulators <- C (masked past N)
 //           for k in [0, kc): acc[i][j] = fma(broadcast A[m0+i, k0+k],
@@ -21,9 +23,10 @@
 // products along K, 4 rows x 4 columns of vector accumulators (W read once
 // per 4 rows), and one horizontal reduction per element of C.
 //
-// The loop nest is emitted once per module and kind (B as [K, N] or as
-// [N, K]) in an internal function, `__attn_sgemm_{nn,nt}_<lanes>x<regs>(A, B,
-// C, nBegin, nEnd)` over dynamic sizes and strides (unit innermost stride),
+// The loop nest is emitted once per module and kind (A as [M, K] or [K, M],
+// B as [K, N] or [N, K]) in an internal function,
+// `__attn_sgemm_{n,t}{n,t}_<lanes>x<regs>(A, B, C, nBegin, nEnd)` over dynamic
+// sizes and strides (unit innermost stride),
 // computing the columns [nBegin, nEnd) of C; each product becomes a call.
 // The pack lives on the stack of the call. (Inlining one copy per product
 // made gpt2_small's 146 products take a minute of compile time.)
@@ -64,6 +67,9 @@ struct MatmulOperands {
   Value a, b, c;
   /// B is stored as [N, K] (a linear layer's weight) rather than [K, N].
   bool transposedB = false;
+  /// A is stored as [K, M] (dY in a weight gradient dY^T X) rather than
+  /// [M, K].
+  bool transposedA = false;
 };
 
 bool isF32Matrix(Value v) {
@@ -101,8 +107,11 @@ std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
                           op.getDpsInputOperand(1)->get(),
                           op.getDpsInitOperand(0)->get()};
   if (!isF32Matrix(operands.a) || !isF32Matrix(operands.b) ||
-      !isF32Matrix(operands.c) || !isDims(maps[0], {m, k}) ||
-      !isDims(maps[2], {m, n}))
+      !isF32Matrix(operands.c) || !isDims(maps[2], {m, n}))
+    return std::nullopt;
+  if (isDims(maps[0], {k, m}))
+    operands.transposedA = true;
+  else if (!isDims(maps[0], {m, k}))
     return std::nullopt;
   if (isDims(maps[1], {n, k}))
     operands.transposedB = true;
@@ -124,11 +133,11 @@ public:
     f32 = b.getF32Type();
     vecType = VectorType::get({lanes}, f32);
     zeroF = arith::ConstantOp::create(b, b.getF32FloatAttr(0));
-    if (!ops.transposedB)
+    if (!ops.transposedB || ops.transposedA)
       return emitPacked(nBegin, nEnd);
     // Fewer rows than a register tile (a decoding step's B tokens): packing
     // W would cost more than the product; dot products along K instead.
-    Value m = memref::DimOp::create(b, ops.a, 0);
+    Value m = rowsOfA();
     Value few = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, m,
                                       index(rows));
     auto branch = scf::IfOp::create(b, few, /*withElseRegion=*/true);
@@ -226,8 +235,8 @@ public:
   /// The packed, register-tiled product (the file comment's loop nest).
   void emitPacked(Value nBegin, Value nEnd) {
     Value zero = index(0);
-    Value m = memref::DimOp::create(b, ops.a, 0);
-    Value k = memref::DimOp::create(b, ops.a, 1);
+    Value m = rowsOfA();
+    Value k = memref::DimOp::create(b, ops.a, ops.transposedA ? 0 : 1);
     // The pack holds one block, or less when N or K is smaller (attention's
     // products need a few KiB, not 256): on the stack of this call.
     Value packRows = arith::MinSIOp::create(b, index(kBlockK),
@@ -239,6 +248,13 @@ public:
     Value packed = memref::AllocaOp::create(b, packType,
                                             ValueRange{packRows, packCols},
                                             b.getI64IntegerAttr(64));
+    // A stored [K, M]: the rows of one register tile, a column block of A,
+    // copied into a KC x MR panel so that the tile reads it contiguously.
+    Value panel;
+    if (ops.transposedA)
+      panel = memref::AllocaOp::create(
+          b, MemRefType::get({kBlockK, rows}, f32), ValueRange{},
+          b.getI64IntegerAttr(64));
     // Rows covered by whole MR-row tiles.
     Value fullRows = arith::SubIOp::create(
         b, m, arith::RemSIOp::create(b, m, index(rows)));
@@ -262,12 +278,15 @@ public:
                       jb, from, to, index(mr), ValueRange{},
                       [&](OpBuilder &mb, Location loc, Value m0, ValueRange) {
                         ImplicitLocOpBuilder ob(loc, mb);
+                        if (panel)
+                          emitPanel(ob, panel, m0, k0, kc, mr);
                         scf::ForOp::create(
                             ob, index(0), nc, index(cols), ValueRange{},
                             [&](OpBuilder &tb, Location loc, Value n1,
                                 ValueRange) {
                               ImplicitLocOpBuilder tib(loc, tb);
-                              emitTile(tib, packed, m0, n0, n1, k0, kc, mr);
+                              emitTile(tib, packed, panel, m0, n0, n1, k0, kc,
+                                       mr);
                               scf::YieldOp::create(tib);
                             });
                         scf::YieldOp::create(ob);
@@ -283,6 +302,31 @@ public:
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+
+  /// M, the rows of C.
+  Value rowsOfA() {
+    return memref::DimOp::create(b, ops.a, ops.transposedA ? 1 : 0);
+  }
+
+  /// panel[kk, i] = A^T[k0 + kk, m0 + i] for kk < kc, i < mr: one vector
+  /// of mr lanes per k (all in bounds: a tile's rows are below M).
+  void emitPanel(ImplicitLocOpBuilder &ib, Value panel, Value m0, Value k0,
+                 Value kc, int64_t mr) {
+    auto rowType = VectorType::get({mr}, f32);
+    scf::ForOp::create(
+        ib, index(ib, 0), kc, index(ib, 1), ValueRange{},
+        [&](OpBuilder &kb, Location loc, Value kk, ValueRange) {
+          ImplicitLocOpBuilder pb(loc, kb);
+          Value row = arith::AddIOp::create(pb, k0, kk);
+          Value v = vector::TransferReadOp::create(
+              pb, rowType, ops.a, ValueRange{row, m0}, zeroF,
+              ArrayRef<bool>{true});
+          vector::TransferWriteOp::create(pb, v, panel,
+                                          ValueRange{kk, index(pb, 0)},
+                                          ArrayRef<bool>{true});
+          scf::YieldOp::create(pb);
+        });
+  }
   Value index(ImplicitLocOpBuilder &ib, int64_t v) {
     return arith::ConstantIndexOp::create(ib, v);
   }
@@ -349,9 +393,9 @@ private:
   }
 
   /// One mr x cols register tile at rows m0.., columns n0 + n1.., over the
-  /// packed k block.
-  void emitTile(ImplicitLocOpBuilder &ib, Value packed, Value m0, Value n0,
-                Value n1, Value k0, Value kc, int64_t mr) {
+  /// packed k block; A's elements from `panel` when A is stored [K, M].
+  void emitTile(ImplicitLocOpBuilder &ib, Value packed, Value panel, Value m0,
+                Value n0, Value n1, Value k0, Value kc, int64_t mr) {
     int64_t nv = cols / lanes;
     SmallVector<Value> rowIdx, colIdx;
     for (int64_t i = 0; i < mr; ++i)
@@ -380,8 +424,11 @@ private:
           Value kIdx = arith::AddIOp::create(lb, k0, kk);
           SmallVector<Value> next;
           for (int64_t i = 0; i < mr; ++i) {
-            Value a = memref::LoadOp::create(lb, ops.a,
-                                             ValueRange{rowIdx[i], kIdx});
+            Value a =
+                panel ? memref::LoadOp::create(lb, panel,
+                                               ValueRange{kk, index(lb, i)})
+                      : memref::LoadOp::create(lb, ops.a,
+                                               ValueRange{rowIdx[i], kIdx});
             Value av = vector::BroadcastOp::create(lb, vecType, a);
             for (int64_t j = 0; j < nv; ++j)
               next.push_back(
@@ -443,12 +490,14 @@ struct MatmulToVectorPass
                     vector::VectorDialect>();
   }
 
-  /// The kernel function for B stored as [K, N] or [N, K]: one per module,
-  /// internal, shared by every product of that kind:
+  /// The kernel function for A stored as [M, K] or [K, M] and B as [K, N]
+  /// or [N, K]: one per module, internal, shared by every product of that
+  /// kind:
   ///   (A, B, C, nBegin, nEnd) computes C[:, nBegin:nEnd] += A * B.
-  func::FuncOp kernel(ModuleOp module, bool transposedB) {
+  func::FuncOp kernel(ModuleOp module, bool transposedA, bool transposedB) {
     std::string name = (llvm::Twine("__attn_sgemm_") +
-                        (transposedB ? "nt" : "nn") + "_" +
+                        (transposedA ? "t" : "n") + (transposedB ? "t" : "n") +
+                        "_" +
                         llvm::Twine(static_cast<int64_t>(lanes)) + "x" +
                         llvm::Twine(static_cast<int64_t>(registers)))
                            .str();
@@ -470,7 +519,7 @@ struct MatmulToVectorPass
     ImplicitLocOpBuilder b(loc, context);
     b.setInsertionPointToStart(entry);
     MatmulOperands ops{entry->getArgument(0), entry->getArgument(1),
-                       entry->getArgument(2), transposedB};
+                       entry->getArgument(2), transposedB, transposedA};
     MatmulEmitter(b, ops, VectorTarget{lanes, registers})
         .emit(entry->getArgument(3), entry->getArgument(4));
     func::ReturnOp::create(b);
@@ -633,7 +682,8 @@ struct MatmulToVectorPass
     });
     MemRefType operand = kernelOperandType(module.getContext());
     for (auto &[op, operands] : products) {
-      func::FuncOp callee = kernel(module, operands.transposedB);
+      func::FuncOp callee =
+          kernel(module, operands.transposedA, operands.transposedB);
       ImplicitLocOpBuilder b(op.getLoc(), op);
       auto cast = [&](Value v) -> Value {
         return memref::CastOp::create(b, operand, v);

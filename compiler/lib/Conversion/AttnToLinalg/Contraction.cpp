@@ -1,8 +1,9 @@
 //===- Contraction.cpp - Lowering products and reductions -----------------===//
 //
 // Matrix products and linear layers as `linalg.matmul` on 2-D operands
-// (leading dims collapsed into rows; a linear's W[out, in] or a transposed
-// right-hand side read through the matmul's indexing maps, never copied),
+// (leading dims collapsed into rows; a linear's W[out, in], a transposed
+// right-hand side or a transposed 2-D left-hand side read through the
+// matmul's indexing maps, never copied),
 // with the linear's epilogue element-wise after it; batched and broadcast
 // products as contractions in `linalg.generic` form; sum/mean/max reductions
 // including the masked mean.
@@ -61,30 +62,38 @@ Value fromMatrix(OpBuilder &b, Location loc, Value y, RankedTensorType type,
       b, loc, type, y, {rows, ReassociationIndices{rank - 1}}, sizes);
 }
 
-/// `a` [M, K] times `rhs` [K, N], or times `rhs`^T when `rhs` is [N, K]
-/// (`transposed`): a `linalg.matmul` into zeros, the transposition in its
-/// indexing maps.
-Value matmul2D(OpBuilder &b, Location loc, Value a, Value rhs,
-               bool transposed) {
+/// `a` [M, K] times `rhs` [K, N] into zeros, as a `linalg.matmul`. Either
+/// operand may be given as the matrix it is the transpose of: `a` as [K, M]
+/// (`transposedA`: a weight gradient dY^T X), `rhs` as [N, K]
+/// (`transposedB`: a linear's W[out, in]); the transposition is then in the
+/// matmul's indexing maps, never a copy.
+Value matmul2D(OpBuilder &b, Location loc, Value a, Value rhs, bool transposedA,
+               bool transposedB) {
   MLIRContext *context = b.getContext();
   auto aType = cast<RankedTensorType>(a.getType());
   auto rType = cast<RankedTensorType>(rhs.getType());
-  int64_t nDim = transposed ? 0 : 1;
+  int64_t mDim = transposedA ? 1 : 0, nDim = transposedB ? 0 : 1;
   auto type = RankedTensorType::get(
-      {aType.getDimSize(0), rType.getDimSize(nDim)}, aType.getElementType());
+      {aType.getDimSize(mDim), rType.getDimSize(nDim)}, aType.getElementType());
   Value init = filledTensor(
       b, loc, type,
-      {tensor::getMixedSize(b, loc, a, 0),
+      {tensor::getMixedSize(b, loc, a, mDim),
        tensor::getMixedSize(b, loc, rhs, nDim)},
       b.getFloatAttr(type.getElementType(), 0));
   auto matmul = linalg::MatmulOp::create(b, loc, TypeRange{type},
                                          ValueRange{a, rhs}, ValueRange{init});
-  if (transposed) {
+  if (transposedA || transposedB) {
     AffineExpr m = getAffineDimExpr(0, context), n = getAffineDimExpr(1, context),
                k = getAffineDimExpr(2, context);
     matmul.setIndexingMapsAttr(b.getAffineMapArrayAttr(
-        {AffineMap::get(3, 0, {m, k}, context),
-         AffineMap::get(3, 0, {n, k}, context),
+        {AffineMap::get(3, 0,
+                        transposedA ? ArrayRef<AffineExpr>{k, m}
+                                    : ArrayRef<AffineExpr>{m, k},
+                        context),
+         AffineMap::get(3, 0,
+                        transposedB ? ArrayRef<AffineExpr>{n, k}
+                                    : ArrayRef<AffineExpr>{k, n},
+                        context),
          AffineMap::get(3, 0, {m, n}, context)}));
   }
   return matmul.getResult(0);
@@ -121,12 +130,15 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     // [..., m, k] x [k, n]: one 2-D product over all rows.
     if (rType.getRank() == 2 && lType.getRank() >= 2) {
       SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, lhs);
-      Value source = transposedSource(rhs, rewriter);
-      Value product =
-          source ? matmul2D(rewriter, loc, asMatrix(rewriter, loc, lhs), source,
-                            /*transposed=*/true)
-                 : matmul2D(rewriter, loc, asMatrix(rewriter, loc, lhs), rhs,
-                            /*transposed=*/false);
+      Value rhsSource = transposedSource(rhs, rewriter);
+      // A 2-D left operand that is a transposition (dY^T X) is read in
+      // place too.
+      Value lhsSource =
+          lType.getRank() == 2 ? transposedSource(lhs, rewriter) : Value();
+      Value product = matmul2D(
+          rewriter, loc, lhsSource ? lhsSource : asMatrix(rewriter, loc, lhs),
+          rhsSource ? rhsSource : rhs, /*transposedA=*/bool(lhsSource),
+          /*transposedB=*/bool(rhsSource));
       sizes.back() = tensor::getMixedSize(rewriter, loc, rhs, 1);
       auto productType = RankedTensorType::get(
           lType.getShape().drop_back(), type.getElementType());
@@ -210,7 +222,7 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     Value product = fromMatrix(
         rewriter, loc,
         matmul2D(rewriter, loc, asMatrix(rewriter, loc, x), weight,
-                 /*transposed=*/true),
+                 /*transposedA=*/false, /*transposedB=*/true),
         type, sizes);
     // Epilogue: activation(y + bias) + residual.
     Value bias = adaptor.getBias(), residual = adaptor.getResidual();
