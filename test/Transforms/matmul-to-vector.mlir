@@ -123,11 +123,16 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // CHECK:           call @__attn_sgemm_nt_16x32(
 // CHECK:       func.func private @attn_parallel_for(!llvm.ptr, i64, (!llvm.ptr, i64, i64) -> (), !llvm.ptr)
 
-// Products of 2^20 multiply-adds and more, over two column tiles or more,
+// Products of 2^20 multiply-adds and more, or with a B of 2^16 elements
+// and more (a decoding step's: memory-bound), over two column tiles or more,
 // go to the runtime's pool; smaller ones run here.
 // CHECK-LABEL: func.func private @__attn_sgemm_nt_16x32_parallel(
 // CHECK:         %[[F:.*]] = constant @__attn_sgemm_nt_16x32_task
-// CHECK:         arith.cmpi uge, %{{.*}}, %c1048576
+// CHECK-DAG:     %[[MANY:.*]] = arith.cmpi uge, %{{.*}}, %c1048576
+// CHECK-DAG:     %[[WIDE:.*]] = arith.cmpi uge, %{{.*}}, %c65536
+// CHECK:         %[[LARGE:.*]] = arith.ori %[[MANY]], %[[WIDE]]
+// CHECK:         %[[TILES:.*]] = arith.cmpi uge, %{{.*}}, %c2
+// CHECK:         arith.andi %[[LARGE]], %[[TILES]]
 // CHECK:         scf.if
 // CHECK:           llvm.alloca
 // CHECK-COUNT-3:   llvm.store

@@ -596,9 +596,12 @@ struct MatmulToVectorPass
   }
 
   /// The entry of the products: (A, B, C) -> C += A B over the context's
-  /// thread pool, split by column tiles when the product has at least
-  /// 2^20 multiply-adds (smaller ones, such as attention's, would spend more
-  /// waking the pool than computing) and at least two tiles.
+  /// thread pool, split by column tiles when the product has at least two
+  /// tiles and either 2^20 multiply-adds or a B of 2^16 elements or more.
+  /// Smaller products, such as attention's tiles, would spend more waking
+  /// the pool than computing; a decoding step's products (M = 1..8) are
+  /// few multiply-adds but stream all of B from memory, which two cores
+  /// read faster than one.
   func::FuncOp dispatcher(ModuleOp module, func::FuncOp kernel) {
     std::string name = (kernel.getName() + "_parallel").str();
     if (auto existing = module.lookupSymbol<func::FuncOp>(name))
@@ -628,11 +631,16 @@ struct MatmulToVectorPass
         arith::AddIOp::create(b, n,
                               arith::ConstantIndexOp::create(b, 2 * lanes - 1)),
         cols);
-    Value work = arith::MulIOp::create(b, arith::MulIOp::create(b, m, n), k);
-    Value big = arith::AndIOp::create(
+    Value bElements = arith::MulIOp::create(b, n, k);
+    Value work = arith::MulIOp::create(b, bElements, m);
+    Value large = arith::OrIOp::create(
         b,
         arith::CmpIOp::create(b, arith::CmpIPredicate::uge, work,
                               arith::ConstantIndexOp::create(b, 1 << 20)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, bElements,
+                              arith::ConstantIndexOp::create(b, 1 << 16)));
+    Value big = arith::AndIOp::create(
+        b, large,
         arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tiles,
                               arith::ConstantIndexOp::create(b, 2)));
     Value zero = arith::ConstantIndexOp::create(b, 0);
