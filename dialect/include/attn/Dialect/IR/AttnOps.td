@@ -463,6 +463,10 @@ def Attn_TakeOp : Attn_Op<"take", [Pure, Attn_Infer, Attn_Grad]> {
     $input `axis` $axis `index` $index attr-dict `:`
     functional-type(operands, results)
   }];
+  // Sinks through ops that treat every index of a leading axis alike
+  // (AttnCanonicalize.cpp): `prefill` then applies the head to its last
+  // position only.
+  let hasCanonicalizer = 1;
 }
 
 def Attn_BroadcastOp : Attn_Op<"broadcast", [Pure, Attn_Grad]> {
