@@ -502,10 +502,12 @@ class TorchProcess:
         return self.ask(cmd="forward", b=b, reps=reps)["seconds"]
 
     def generate(self, prompt, new):
-        """tokens/s, and the seconds of one decode step (after the first
-        token)."""
+        """tokens/s, the seconds of one decode step (after the first
+        token) and the seconds until the first token (the prompt's
+        prefill)."""
         r = self.ask(cmd="generate", prompt=prompt, new=new)
-        return new / r["seconds"][0], (r["seconds"][0] - r["first"]) / max(new - 1, 1)
+        return (new / r["seconds"][0], (r["seconds"][0] - r["first"]) / max(new - 1, 1),
+                r["first"])
 
     def train(self, b, reps):
         r = self.ask(cmd="train", b=b, reps=reps, hyper=self.hyper)
@@ -546,11 +548,12 @@ class AttncProcess:
         return [float(r[1]) for r in self.ask(f"forward {b} {T} {reps}")]
 
     def generate(self, prompt, new):
-        """tokens/s, and the seconds of one decode step (after the first
-        token, which is the prompt's prefill)."""
+        """tokens/s, the seconds of one decode step (after the first
+        token) and the seconds until the first token (the prompt's
+        prefill)."""
         r = self.ask(f"generate {prompt} {new}")[0]
         seconds, tokens, first = float(r[1]), int(r[3]), float(r[5])
-        return tokens / seconds, (seconds - first) / max(tokens - 1, 1)
+        return tokens / seconds, (seconds - first) / max(tokens - 1, 1), first
 
     def call(self, entry, reps, shapes):
         """Seconds of `reps` back-to-back calls of `entry` on f32 inputs of
@@ -663,19 +666,30 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+# Seconds to wait after a PyTorch run before the next system's: OpenBLAS's
+# threads keep spinning for a while after a call (up to ~0.1 s), taking a
+# core from whatever runs next.
+TORCH_PAUSE = 0.2
+
+
 def measure(systems, b, rounds, reps, budget, what="forward"):
     """Interleaved rounds of `reps` runs per system (fewer for slow ones, so
     that a system spends about `budget` seconds in all); medians. `what`:
     "forward" or "train" (one optimizer step a run)."""
     times = {name: [] for name in systems}
-    per_run = {name: getattr(sys_, what)(b, 1)[0]  # + warm-up
-               for name, sys_ in systems.items()}
+    per_run = {}
+    for name, sys_ in systems.items():
+        per_run[name] = getattr(sys_, what)(b, 1)[0]  # + warm-up
+        if name.startswith("PyTorch"):
+            time.sleep(TORCH_PAUSE)
     for r in range(rounds):
         for name, sys_ in systems.items():
             k = max(1, min(reps, int(budget / rounds / max(per_run[name], 1e-9))))
             if r > 0 and sum(times[name]) > budget:
                 continue
             times[name] += getattr(sys_, what)(b, k)
+            if name.startswith("PyTorch"):
+                time.sleep(TORCH_PAUSE)
     return {name: (statistics.median(t), len(t)) for name, t in times.items()}
 
 
@@ -1114,6 +1128,27 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                         f"{step * 1e3:.2f}", f"{1 / step:,.1f}", f"{weight_bytes / 1e6:.1f}",
                         f"{bound * 1e3:.2f}" if bound else "-",
                         f"{100 * bound / step:.0f}" if bound else "-"))
+                # Prompt processing as llama.cpp reports it: a prompt of
+                # T - 1 tokens (the context holds T with the new one)
+                # through the cache (attnc's `prefill`, PyTorch's
+                # hand-written cached forward), logits of the last position
+                # only; the median of 3 in turn.
+                p = T - 1
+                log(f"[{model}] prefill {p} tokens")
+                firsts = {name: [] for name in systems}
+                for _ in range(3):
+                    for name, s in systems.items():
+                        firsts[name].append(s.generate(p, 1)[2])
+                        if name.startswith("PyTorch"):
+                            time.sleep(TORCH_PAUSE)
+                first = {name: statistics.median(v) for name, v in firsts.items()}
+                ref = first.get("PyTorch/2")
+                for name in order(first):
+                    system, threads = name.split("/")
+                    rows.append((model, f"prefill {p} (last logits)",
+                                 system + " eager" * (system == "PyTorch"), threads,
+                                 f"{p / first[name]:,.0f}",
+                                 f"{ref / first[name]:.2f}" if ref else "-", "-", 3))
             if args.train_budget > 0 and "train" in sections:
                 b = MODELS[model]["train_b"]
                 work_name = f"train step B={b} T={T}"
