@@ -85,12 +85,17 @@ module {
 // -----
 
 // Tests that a parameter read twice (tied embeddings) accumulates both
-// adjoints, and that a linear with an activation recomputes its
-// pre-activation for activation_grad.
+// adjoints, and that a linear with an activation is split in the forward
+// pass into the product and the activation op, so that activation_grad
+// reads the pre-activation the forward computed: one product, not a second
+// one in the reverse pass.
 // CHECK-LABEL: func.func @loss_grad
 // CHECK: %[[E:.*]] = attn.get_param @emb : tensor<6x4xf32>
 // CHECK: attn.gather %[[E]]
 // CHECK: %[[Z:.*]] = attn.linear %{{.*}}, %[[E]] : (tensor<3x4xf32>, tensor<6x4xf32>) -> tensor<3x6xf32>
+// CHECK: %[[Y:.*]] = attn.gelu %[[Z]] : tensor<3x6xf32>
+// CHECK: attn.cross_entropy %[[Y]]
+// CHECK-NOT: attn.linear
 // CHECK: attn.activation_grad gelu %[[Z]],
 // CHECK: %[[DW:.*]] = attn.matmul {{.*}} -> tensor<6x4xf32>
 // CHECK: %[[DG:.*]] = attn.gather_grad
