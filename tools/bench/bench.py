@@ -667,9 +667,11 @@ def cpu_model():
 
 
 # Seconds to wait after a PyTorch run before the next system's: OpenBLAS's
-# threads keep spinning for a while after a call (up to ~0.1 s), taking a
-# core from whatever runs next.
-TORCH_PAUSE = 0.2
+# threads keep spinning for a while after a call, taking a core from
+# whatever runs next. Measured: char_gpt forward B=1 on attnc's 2 threads
+# ran at 14,234 tokens/s right after PyTorch's runs with a 0.2 s pause,
+# 32,549 with 1 s, 36,577 with no PyTorch process at all.
+TORCH_PAUSE = 1.0
 
 
 def measure(systems, b, rounds, reps, budget, what="forward"):
