@@ -602,7 +602,8 @@ struct MatmulToVectorPass
   /// the pool than computing; a decoding step's products (M = 1..8) are
   /// few multiply-adds but stream all of B from memory, which two cores
   /// read faster than one.
-  func::FuncOp dispatcher(ModuleOp module, func::FuncOp kernel) {
+  func::FuncOp dispatcher(ModuleOp module, func::FuncOp kernel,
+                          bool transposedA) {
     std::string name = (kernel.getName() + "_parallel").str();
     if (auto existing = module.lookupSymbol<func::FuncOp>(name))
       return existing;
@@ -622,8 +623,9 @@ struct MatmulToVectorPass
     b.setInsertionPointToStart(entry);
     Value a = entry->getArgument(0), bm = entry->getArgument(1),
           c = entry->getArgument(2);
-    Value m = memref::DimOp::create(b, a, 0);
-    Value k = memref::DimOp::create(b, a, 1);
+    // A is [M, K], or [K, M] for the `t?` kernels.
+    Value m = memref::DimOp::create(b, a, transposedA ? 1 : 0);
+    Value k = memref::DimOp::create(b, a, transposedA ? 0 : 1);
     Value n = memref::DimOp::create(b, c, 1);
     Value cols = arith::ConstantIndexOp::create(b, 2 * lanes);
     Value tiles = arith::DivUIOp::create(
@@ -699,7 +701,8 @@ struct MatmulToVectorPass
       SmallVector<Value> args = {cast(operands.a), cast(operands.b),
                                  cast(operands.c)};
       if (threads) {
-        func::CallOp::create(b, dispatcher(module, callee), args);
+        func::CallOp::create(
+            b, dispatcher(module, callee, operands.transposedA), args);
       } else {
         args.push_back(arith::ConstantIndexOp::create(b, 0));
         args.push_back(memref::DimOp::create(b, operands.c, 1));
