@@ -86,12 +86,16 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // CHECK-SAME:      %[[A:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[B:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[C:[^:]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>, %[[NB:[^:]+]]: index, %[[NE:[^:]+]]: index)
 // CHECK-SAME:      attributes {llvm.linkage = #llvm.linkage<internal>}
 // Fewer rows than the tile (a decoding step): dot products along K, 4 x 4
-// accumulators, W read in place, one reduction per element of C.
+// accumulators, W read in place, one reduction per element of C; a single
+// row (one sequence decoding) takes 1 x 8, more rows of W in flight.
 // CHECK:         %[[FEW:.*]] = arith.cmpi ult, %{{.*}}, %c8 : index
 // CHECK:         scf.if %[[FEW]] {
 // CHECK:           scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-16:    vector.fma
 // CHECK:           vector.reduction <add>
+// CHECK:           scf.for {{.*}} step %c8
+// CHECK:             scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-8:       vector.fma
 // CHECK:         } else {
 // CHECK:         %[[PACK:.*]] = memref.alloca(%{{.*}}, %{{.*}}) {alignment = 64 : i64} : memref<?x?xf32>
 // CHECK:         scf.for %{{.*}} = %[[NB]] to %[[NE]] step %c128
