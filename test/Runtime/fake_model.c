@@ -256,13 +256,13 @@ static const attn_tensor_info scratch_results[] = {
 
 static const attn_entry_info entries[] = {
     {"forward", 2, forward_args, 1, forward_results,
-     (void (*)(void))_mlir_ciface_forward},
+     (void (*)(void))_mlir_ciface_forward, 0, 0},
     {"stats", 3, stats_args, 2, stats_results_info,
-     (void (*)(void))_mlir_ciface_stats},
+     (void (*)(void))_mlir_ciface_stats, 0, 0},
     {"embed_table", 1, table_args, 1, table_results,
-     (void (*)(void))_mlir_ciface_embed_table},
+     (void (*)(void))_mlir_ciface_embed_table, 0, 0},
     {"scratch", 3, scratch_args, 1, scratch_results,
-     (void (*)(void))_mlir_ciface_scratch},
+     (void (*)(void))_mlir_ciface_scratch, 0, 0},
 };
 
 const attn_model_info fake_lm_model_info = {

@@ -293,13 +293,13 @@ static const attn_tensor_info two_scalar_info[] = {SCALAR_F32, SCALAR_F32};
 
 static const attn_entry_info bigram_entries[] = {
     {"forward", 2, bigram_forward_args, 1, bigram_forward_results,
-     (void (*)(void))_mlir_ciface_bigram_forward},
+     (void (*)(void))_mlir_ciface_bigram_forward, 0, 0},
     {"loss", 3, bigram_loss_args, 1, one_scalar,
-     (void (*)(void))_mlir_ciface_bigram_loss},
+     (void (*)(void))_mlir_ciface_bigram_loss, 0, 0},
     {"loss_grad", 5, bigram_grad_args, 1, one_scalar,
-     (void (*)(void))_mlir_ciface_bigram_loss_grad},
+     (void (*)(void))_mlir_ciface_bigram_loss_grad, 0, 0},
     {"train_step", 8, bigram_step_args, 2, two_scalar_info,
-     (void (*)(void))_mlir_ciface_bigram_train_step},
+     (void (*)(void))_mlir_ciface_bigram_train_step, 0, 0},
 };
 
 static const attn_train_info bigram_train = {
@@ -448,13 +448,13 @@ static const attn_tensor_info cls_step_args[] = {
 
 static const attn_entry_info cls_entries[] = {
     {"forward", 2, cls_forward_args, 1, cls_forward_results,
-     (void (*)(void))_mlir_ciface_cls_forward},
+     (void (*)(void))_mlir_ciface_cls_forward, 0, 0},
     {"loss", 3, cls_loss_args, 1, one_scalar,
-     (void (*)(void))_mlir_ciface_cls_loss},
+     (void (*)(void))_mlir_ciface_cls_loss, 0, 0},
     {"loss_grad", 4, cls_grad_args, 1, one_scalar,
-     (void (*)(void))_mlir_ciface_cls_loss_grad},
+     (void (*)(void))_mlir_ciface_cls_loss_grad, 0, 0},
     {"train_step", 7, cls_step_args, 2, two_scalar_info,
-     (void (*)(void))_mlir_ciface_cls_train_step},
+     (void (*)(void))_mlir_ciface_cls_train_step, 0, 0},
 };
 
 static const attn_train_info cls_train = {

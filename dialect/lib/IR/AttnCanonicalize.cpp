@@ -37,8 +37,9 @@ struct SinkTake : OpRewritePattern<TakeOp> {
                                 PatternRewriter &rewriter) const override {
     Operation *producer = take.getInput().getDefiningOp();
     auto inputType = cast<RankedTensorType>(take.getInput().getType());
-    int64_t rank = inputType.getRank(), axis = take.getAxis();
-    int64_t index = take.getIndex();
+    int64_t rank = inputType.getRank();
+    auto axis = static_cast<int64_t>(take.getAxis());
+    auto index = static_cast<int64_t>(take.getIndex());
     // Leading axes only: every op below mixes the elements of the last one.
     if (!producer || axis < 0 || axis >= rank - 1)
       return failure();
@@ -48,7 +49,8 @@ struct SinkTake : OpRewritePattern<TakeOp> {
     SmallVector<TakeOp> takes;
     for (Operation *user : take.getInput().getUsers()) {
       auto other = dyn_cast<TakeOp>(user);
-      if (!other || other.getAxis() != axis || other.getIndex() != index)
+      if (!other || static_cast<int64_t>(other.getAxis()) != axis ||
+          static_cast<int64_t>(other.getIndex()) != index)
         return failure();
       takes.push_back(other);
     }
