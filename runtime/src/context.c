@@ -66,28 +66,24 @@ static attn_status check_tensor_info(const attn_model_info *m,
   case ATTN_ARG_INPUT:
     break;
   case ATTN_ARG_KV_CACHE:
-    ok = t->rank == 1 && t->dtype == ATTN_F32;
-    break;
-  case ATTN_ARG_KV_STATE:
-    ok = t->rank == 1 && t->dtype == ATTN_I64;
-    break;
   case ATTN_ARG_GRADS:
   case ATTN_ARG_FIRST_MOMENT:
   case ATTN_ARG_SECOND_MOMENT:
     ok = t->rank == 1 && t->dtype == ATTN_F32;
+    break;
+  case ATTN_ARG_KV_STATE:
+    ok = t->rank == 1 && t->dtype == ATTN_I64;
     break;
   case ATTN_ARG_HYPER:
     ok = t->rank == 1 && t->dtype == ATTN_F32 &&
          (!t->shape || t->shape[0] < 0 || t->shape[0] == ATTN_HYPER_COUNT);
     break;
   case ATTN_ARG_SEED:
+  case ATTN_ARG_ARENA_NEED:
     ok = t->rank == 0 && t->dtype == ATTN_I64;
     break;
   case ATTN_ARG_ARENA:
     ok = t->rank == 1 && t->dtype == ATTN_BOOL;
-    break;
-  case ATTN_ARG_ARENA_NEED:
-    ok = t->rank == 0 && t->dtype == ATTN_I64;
     break;
   default:
     return attn_fail(ATTN_ERR_UNSUPPORTED,

@@ -424,35 +424,58 @@ def sdpa_worker():
         print(json.dumps({"seconds": time.perf_counter() - t0}), flush=True)
 
 
-class SdpaTorchProcess:
-    def __init__(self, blas_dir, env=None):
-        env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX", OMP_WAIT_POLICY="PASSIVE",
-                   **(env or {}))
-        if blas_dir:
-            env["LD_LIBRARY_PATH"] = blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
-        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--sdpa-worker"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  env=env)
-        self.info = json.loads(self.p.stdout.readline())
-
-    def ask(self, **cmd):
-        self.p.stdin.write(json.dumps(cmd) + "\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        if not line:
-            raise RuntimeError("the PyTorch sdpa worker died")
-        return json.loads(line)
+class Worker:
+    """A child process that answers commands on stdin; `QUIT` ends it."""
+    QUIT = "quit"
 
     def close(self):
         try:
-            self.p.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.p.stdin.write(self.QUIT + "\n")
             self.p.stdin.close()
         except OSError:
             pass
         self.p.wait()
 
 
-class BlasProcess:
+class TorchWorker(Worker):
+    """This script run as a PyTorch worker (`args`): one JSON command a line,
+    one JSON answer a line, after a first line of JSON information. After
+    each answer it waits `pause` seconds: OpenBLAS's threads keep spinning
+    for a while after a call, taking a core from whatever runs next
+    (measured: char_gpt forward B=1 on attnc's 2 threads ran at 14,234
+    tokens/s right after PyTorch's runs with a 0.2 s pause, 32,549 with 1 s,
+    36,577 with no PyTorch process at all)."""
+    QUIT = json.dumps({"cmd": "quit"})
+
+    def __init__(self, args, blas_dir, env=None, pause=0.0):
+        env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX", OMP_WAIT_POLICY="PASSIVE",
+                   **(env or {}))
+        if blas_dir:
+            env["LD_LIBRARY_PATH"] = blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__)] + args,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env=env)
+        self.info = json.loads(self.p.stdout.readline())
+        self.pause = pause
+
+    def ask(self, **cmd):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the PyTorch worker ({type(self).__name__}) died")
+        time.sleep(self.pause)
+        return json.loads(line)
+
+
+class SdpaTorchProcess(TorchWorker):
+    """The sdpa section's worker; time_kernel pauses after its runs."""
+
+    def __init__(self, blas_dir, env=None):
+        super().__init__(["--sdpa-worker"], blas_dir, env)
+
+
+class BlasProcess(Worker):
     """tools/bench/blas.c: cblas_sgemm of OpenBLAS, dlopened."""
 
     def __init__(self, exe, lib):
@@ -469,34 +492,14 @@ class BlasProcess:
             raise RuntimeError("the OpenBLAS driver died")
         return seconds
 
-    def close(self):
-        try:
-            self.p.stdin.write("quit\n")
-            self.p.stdin.close()
-        except OSError:
-            pass
-        self.p.wait()
 
+class TorchProcess(TorchWorker):
+    """The model sections' worker: a 1 s pause after every answer."""
 
-class TorchProcess:
     def __init__(self, model, weights, blas_dir):
-        env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX", OMP_WAIT_POLICY="PASSIVE")
-        if blas_dir:
-            env["LD_LIBRARY_PATH"] = blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
-        self.p = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--torch-worker", "--model", model,
-             "--weights", weights], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            env=env)
-        self.info = json.loads(self.p.stdout.readline())
+        super().__init__(["--torch-worker", "--model", model, "--weights", weights],
+                         blas_dir, pause=1.0)
         self.hyper = None  # the optimizer values: attnc's (AttncProcess.hyper)
-
-    def ask(self, **cmd):
-        self.p.stdin.write(json.dumps(cmd) + "\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        if not line:
-            raise RuntimeError("the PyTorch worker died")
-        return json.loads(line)
 
     def forward(self, b, reps):
         return self.ask(cmd="forward", b=b, reps=reps)["seconds"]
@@ -517,16 +520,13 @@ class TorchProcess:
     def loss(self, b):
         return self.ask(cmd="loss", b=b)["loss"]
 
-    def close(self):
-        try:
-            self.p.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
-            self.p.stdin.close()
-        except OSError:
-            pass
-        self.p.wait()
+
+def shape_args(shapes):
+    """Shapes as driver.c reads them: 2048x192 4x256 ..."""
+    return " ".join("x".join(str(d) for d in shape) for shape in shapes)
 
 
-class AttncProcess:
+class AttncProcess(Worker):
     def __init__(self, exe, weights, threads, env=None):
         self.p = subprocess.Popen([exe, "serve", weights, str(threads)], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True,
@@ -558,16 +558,13 @@ class AttncProcess:
     def call(self, entry, reps, shapes):
         """Seconds of `reps` back-to-back calls of `entry` on f32 inputs of
         `shapes` (driver.c's `call`)."""
-        return float(self.ask(f"call {entry} {reps} " + " ".join(
-            "x".join(str(d) for d in shape) for shape in shapes))[0][1])
+        return float(self.ask(f"call {entry} {reps} {shape_args(shapes)}")[0][1])
 
     def mem(self, entry, shapes):
-        return int(self.ask(f"mem {entry} " + " ".join(
-            "x".join(str(d) for d in shape) for shape in shapes))[0][1])
+        return int(self.ask(f"mem {entry} {shape_args(shapes)}")[0][1])
 
     def save(self, entry, out_dir, shapes):
-        self.ask(f"save {entry} {out_dir} " + " ".join(
-            "x".join(str(d) for d in shape) for shape in shapes))
+        self.ask(f"save {entry} {out_dir} {shape_args(shapes)}")
 
     def train(self, b, reps):
         out = []
@@ -583,14 +580,6 @@ class AttncProcess:
 
     def hyper(self):
         return [float(x) for x in self.ask("hyper")[0][1:]]
-
-    def close(self):
-        try:
-            self.p.stdin.write("quit\n")
-            self.p.stdin.close()
-        except OSError:
-            pass
-        self.p.wait()
 
 
 # ------------------------------------------------------------------ the run
@@ -666,32 +655,19 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-# Seconds to wait after a PyTorch run before the next system's: OpenBLAS's
-# threads keep spinning for a while after a call, taking a core from
-# whatever runs next. Measured: char_gpt forward B=1 on attnc's 2 threads
-# ran at 14,234 tokens/s right after PyTorch's runs with a 0.2 s pause,
-# 32,549 with 1 s, 36,577 with no PyTorch process at all.
-TORCH_PAUSE = 1.0
-
-
 def measure(systems, b, rounds, reps, budget, what="forward"):
     """Interleaved rounds of `reps` runs per system (fewer for slow ones, so
     that a system spends about `budget` seconds in all); medians. `what`:
     "forward" or "train" (one optimizer step a run)."""
     times = {name: [] for name in systems}
-    per_run = {}
-    for name, sys_ in systems.items():
-        per_run[name] = getattr(sys_, what)(b, 1)[0]  # + warm-up
-        if name.startswith("PyTorch"):
-            time.sleep(TORCH_PAUSE)
+    per_run = {name: getattr(sys_, what)(b, 1)[0]  # + warm-up
+               for name, sys_ in systems.items()}
     for r in range(rounds):
         for name, sys_ in systems.items():
             k = max(1, min(reps, int(budget / rounds / max(per_run[name], 1e-9))))
             if r > 0 and sum(times[name]) > budget:
                 continue
             times[name] += getattr(sys_, what)(b, k)
-            if name.startswith("PyTorch"):
-                time.sleep(TORCH_PAUSE)
     return {name: (statistics.median(t), len(t)) for name, t in times.items()}
 
 
@@ -1141,8 +1117,6 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                 for _ in range(3):
                     for name, s in systems.items():
                         firsts[name].append(s.generate(p, 1)[2])
-                        if name.startswith("PyTorch"):
-                            time.sleep(TORCH_PAUSE)
                 first = {name: statistics.median(v) for name, v in firsts.items()}
                 ref = first.get("PyTorch/2")
                 for name in order(first):

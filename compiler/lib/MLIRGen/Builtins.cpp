@@ -312,18 +312,9 @@ EvalValue Elaborator::callBuiltinFunction(CallArgs &args, Frame &frame) {
     Value x = call.floatTensor((*bound)[0], "the argument of " + name.str());
     if (!x)
       return EvalValue::poison();
-    if (name == "relu")
-      return EvalValue::ofTensor(ReluOp::create(builder, loc, x));
-    if (name == "gelu")
-      return EvalValue::ofTensor(GeluOp::create(builder, loc, x));
-    if (name == "gelu_tanh")
-      return EvalValue::ofTensor(GeluTanhOp::create(builder, loc, x));
-    if (name == "silu")
-      return EvalValue::ofTensor(SiluOp::create(builder, loc, x));
-    if (name == "tanh")
-      return EvalValue::ofTensor(TanhOp::create(builder, loc, x));
-    if (name == "sigmoid")
-      return EvalValue::ofTensor(SigmoidOp::create(builder, loc, x));
+    if (activation)
+      return EvalValue::ofTensor(
+          createActivation(builder, loc, *activation, x));
     if (name == "exp")
       return EvalValue::ofTensor(ExpOp::create(builder, loc, x));
     if (name == "log")

@@ -61,8 +61,11 @@ struct SinkTake : OpRewritePattern<TakeOp> {
 
     // The slice of operand `v` that the kept result slice reads: `v` itself
     // when it lacks the axis (aligned on the last dimension, as attn
-    // broadcasts), index 0 when it is stretched along it (size 1).
+    // broadcasts), index 0 when it is stretched along it (size 1); null for
+    // an absent optional operand.
     auto sliceOf = [&](Value v) -> Value {
+      if (!v)
+        return v;
       auto type = cast<RankedTensorType>(v.getType());
       int64_t operandAxis = axis - (rank - type.getRank());
       if (operandAxis < 0)
@@ -84,22 +87,18 @@ struct SinkTake : OpRewritePattern<TakeOp> {
       replacement = MatmulOp::create(rewriter, loc,
                                      sliceOf(matmul.getLhs()), matmul.getRhs());
     } else if (auto linear = dyn_cast<LinearOp>(producer)) {
-      Value residual = linear.getResidual();
       replacement = LinearOp::create(
           rewriter, loc, sliceOf(linear.getInput()), linear.getWeight(),
-          linear.getBias(), residual ? sliceOf(residual) : Value(),
+          linear.getBias(), sliceOf(linear.getResidual()),
           linear.getActivation());
     } else if (auto norm = dyn_cast<LayerNormOp>(producer)) {
-      Value residual = norm.getResidual();
       replacement = LayerNormOp::create(
           rewriter, loc, sliceOf(norm.getInput()), norm.getWeight(),
-          norm.getBias(), residual ? sliceOf(residual) : Value(),
-          norm.getEpsAttr());
+          norm.getBias(), sliceOf(norm.getResidual()), norm.getEpsAttr());
     } else if (auto norm = dyn_cast<RmsNormOp>(producer)) {
-      Value residual = norm.getResidual();
       replacement = RmsNormOp::create(
           rewriter, loc, sliceOf(norm.getInput()), norm.getWeight(),
-          residual ? sliceOf(residual) : Value(), norm.getEpsAttr());
+          sliceOf(norm.getResidual()), norm.getEpsAttr());
     } else if (isa<NegOp, ReluOp, GeluOp, GeluTanhOp, SiluOp, TanhOp,
                    SigmoidOp, ExpOp, LogOp, SqrtOp, AddOp, SubOp, MulOp,
                    DivOp>(producer)) {

@@ -51,6 +51,27 @@ static LogicalResult verifyDynamicSizes(Operation *op, ValueRange sizes,
 // Parameters and the training configuration
 //===----------------------------------------------------------------------===//
 
+Value attn::createActivation(OpBuilder &b, Location loc, Activation activation,
+                             Value x) {
+  switch (activation) {
+  case Activation::relu:
+    return ReluOp::create(b, loc, x);
+  case Activation::gelu:
+    return GeluOp::create(b, loc, x);
+  case Activation::gelu_tanh:
+    return GeluTanhOp::create(b, loc, x);
+  case Activation::silu:
+    return SiluOp::create(b, loc, x);
+  case Activation::tanh:
+    return TanhOp::create(b, loc, x);
+  case Activation::sigmoid:
+    return SigmoidOp::create(b, loc, x);
+  case Activation::none:
+    break;
+  }
+  return x;
+}
+
 LogicalResult ParamOp::verify() {
   RankedTensorType type = getTensorType();
   if (!type.hasStaticShape())

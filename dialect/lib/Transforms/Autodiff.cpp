@@ -140,28 +140,6 @@ void seedDropout(OpBuilder &b, ArrayRef<Operation *> ops, Value seed) {
   }
 }
 
-/// The element-wise op of `activation` applied to `x`.
-Value applyActivation(OpBuilder &b, Location loc, Activation activation,
-                      Value x) {
-  switch (activation) {
-  case Activation::relu:
-    return ReluOp::create(b, loc, x);
-  case Activation::gelu:
-    return GeluOp::create(b, loc, x);
-  case Activation::gelu_tanh:
-    return GeluTanhOp::create(b, loc, x);
-  case Activation::silu:
-    return SiluOp::create(b, loc, x);
-  case Activation::tanh:
-    return TanhOp::create(b, loc, x);
-  case Activation::sigmoid:
-    return SigmoidOp::create(b, loc, x);
-  case Activation::none:
-    break;
-  }
-  return x;
-}
-
 /// Splits every `linear` with an activation in `block` into the product and
 /// the activation op (and the residual add): the reverse pass then reads the
 /// pre-activation `z` the forward computed instead of recomputing the
@@ -178,7 +156,7 @@ void splitActivations(OpBuilder &b, Block &block) {
     Location loc = linear.getLoc();
     Value z = LinearOp::create(b, loc, linear.getInput(), linear.getWeight(),
                                linear.getBias(), Value(), Activation::none);
-    Value y = applyActivation(b, loc, linear.getActivation(), z);
+    Value y = createActivation(b, loc, linear.getActivation(), z);
     if (Value residual = linear.getResidual())
       y = AddOp::create(b, loc, y, residual);
     linear.replaceAllUsesWith(y);

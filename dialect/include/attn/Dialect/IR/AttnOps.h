@@ -40,4 +40,11 @@ struct ParamResource : public mlir::SideEffects::Resource::Base<ParamResource> {
 #define GET_OP_CLASSES
 #include "attn/Dialect/IR/AttnOps.h.inc"
 
+namespace attn {
+/// The element-wise op of `activation` (attn.relu, attn.gelu, ...) applied
+/// to `x`; `x` itself for Activation::none.
+mlir::Value createActivation(mlir::OpBuilder &b, mlir::Location loc,
+                             Activation activation, mlir::Value x);
+} // namespace attn
+
 #endif // ATTN_DIALECT_IR_ATTNOPS_H
