@@ -40,17 +40,23 @@ module {
 // -----
 
 // Tests train_step: the loss's arguments then the hyperparameters and the
-// seed; the norm of all gradients; clipping; per parameter the value and
-// moments read before any write of them, one adam_update (decoupled for
-// adamw) with the hyperparameters taken from attn_hyper_index's slots, and
-// the three writes; the loss and the norm returned. The adjoint of a slice
-// is the slice's adjoint padded with zeros.
-// CHECK-LABEL: func.func @train_step
-// CHECK-SAME: (%[[T:.*]]: tensor<2xi32> {attn.name = "t"}, %[[H:.*]]: tensor<7xf32> {attn.hyper}, %{{.*}}: tensor<i64> {attn.seed}) -> (tensor<f32>, tensor<f32>)
-// CHECK: %[[L:.*]] = attn.cross_entropy
+// seed; first a call of loss_grad with the loss's arguments and the seed
+// (it stores the gradients), then the norm of the stored gradients;
+// clipping; per parameter the value and moments read before any write of
+// them, one adam_update (decoupled for adamw) with the hyperparameters
+// taken from attn_hyper_index's slots, and the three writes; the loss and
+// the norm returned. The adjoint of a slice is the slice's adjoint padded
+// with zeros.
+// CHECK-LABEL: func.func @loss_grad
 // CHECK: %[[CE:.*]] = attn.cross_entropy_grad
-// CHECK: %[[GW:.*]] = attn.concat %[[CE]], %{{.*}} axis 0
-// CHECK: %[[N:.*]] = attn.global_norm %[[GW]] :
+// CHECK: %[[DW:.*]] = attn.concat %[[CE]], %{{.*}} axis 0
+// CHECK: attn.set_param @w grad, %[[DW]]
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%[[T:.*]]: tensor<2xi32> {attn.name = "t"}, %[[H:.*]]: tensor<7xf32> {attn.hyper}, %[[SEED:.*]]: tensor<i64> {attn.seed}) -> (tensor<f32>, tensor<f32>)
+// CHECK-NEXT: %[[L:.*]] = call @loss_grad(%[[T]], %[[SEED]]) : (tensor<2xi32>, tensor<i64>) -> tensor<f32>
+// CHECK-NEXT: %[[GW:.*]] = attn.get_param @w grad : tensor<4x5xf32>
+// CHECK-NEXT: %[[N:.*]] = attn.global_norm %[[GW]] :
+// CHECK-NOT: attn.cross_entropy
 // CHECK: %[[CLIP:.*]] = attn.take %[[H]] axis 0 index 5
 // CHECK: attn.div %[[CLIP]]
 // CHECK: attn.select

@@ -101,6 +101,9 @@ static void buildLoopsPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // train_step's call of <loss>_grad, on buffers now (attn-bind-params took
+  // it out): its results are owned like any call's.
+  pm.addPass(createComposeEntryCallsPass());
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   // Code generation on buffers: matrix products as packed, register-tiled

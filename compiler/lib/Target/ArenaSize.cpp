@@ -160,6 +160,27 @@ void collectArenaSizes(ModuleOp module, ModelInfo &info) {
     entry.arenaBytesPerBatch = (perBatch + 63) / 64 * 64;
     entry.arenaBytes = *one;
   }
+  // An entry point calling another (train_step calls <loss>_grad) passes
+  // its arena on: it needs the larger of the two, unknown when either is.
+  for (EntryInfo &entry : info.entries) {
+    auto func = module.lookupSymbol<func::FuncOp>(entry.name);
+    if (!func || func.isExternal())
+      continue;
+    func.walk([&](func::CallOp call) {
+      auto callee = llvm::find_if(info.entries, [&](const EntryInfo &e) {
+        return e.name == call.getCallee();
+      });
+      if (callee == info.entries.end() || callee->name == entry.name)
+        return;
+      if (entry.arenaBytes < 0 || callee->arenaBytes < 0) {
+        entry.arenaBytes = entry.arenaBytesPerBatch = -1;
+        return;
+      }
+      entry.arenaBytes = std::max(entry.arenaBytes, callee->arenaBytes);
+      entry.arenaBytesPerBatch =
+          std::max(entry.arenaBytesPerBatch, callee->arenaBytesPerBatch);
+    });
+  }
 }
 
 } // namespace attn

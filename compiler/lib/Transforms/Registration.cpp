@@ -15,6 +15,7 @@ void registerReuseBuffersPass();
 void registerPlanArenaPass();
 void registerParallelizeLoopsPass();
 void registerLowerDynamicReshapesPass();
+void registerComposeEntryCallsPass();
 
 void registerAttnCodegenPasses() {
   registerMatmulToVectorPass();
@@ -26,6 +27,7 @@ void registerAttnCodegenPasses() {
   registerPlanArenaPass();
   registerParallelizeLoopsPass();
   registerLowerDynamicReshapesPass();
+  registerComposeEntryCallsPass();
 }
 
 VectorTarget vectorTargetFor(llvm::StringRef target) {

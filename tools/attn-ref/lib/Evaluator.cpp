@@ -562,7 +562,15 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
         SmallVector<Tensor> args;
         for (Value operand : callOp.getOperands())
           args.push_back(in(operand));
+        // A called entry point's writes (train_step calls <loss>_grad) are
+        // done when the caller reads: the caller's rule is about its own.
+        llvm::StringSet<> callerWritten;
+        bool entry = callee.isPublic();
+        if (entry)
+          std::swap(written, callerWritten);
         FailureOr<SmallVector<Tensor>> results = call(callee, args, depth + 1);
+        if (entry)
+          written = std::move(callerWritten);
         if (failed(results))
           return failure();
         for (auto [value, tensor] : llvm::zip(op->getResults(), *results))

@@ -48,12 +48,17 @@ llvm::StringRef paramBufferArgAttr(ParamBuffer buffer);
 
 /// Which parameter buffers a function reads (`attn.get_param`) and writes
 /// (`attn.set_param`), indexed by `ParamBuffer`. Every function reads the
-/// parameter values.
+/// parameter values; a function calling an entry point reads the buffers
+/// that entry point uses.
 struct ParamBufferUse {
   bool read[4] = {};
   bool written[4] = {};
 };
 ParamBufferUse paramBuffersOf(mlir::func::FuncOp func);
+
+/// The callee of `call` when it is an entry point (a public function with a
+/// body), else null. `train_step` calls `<loss>_grad`.
+mlir::func::FuncOp calledEntryPoint(mlir::func::CallOp call);
 
 /// The buffers `attn-bind-params` passes to a function with `use`, in
 /// argument order: the parameter values first, then the gradients, the first

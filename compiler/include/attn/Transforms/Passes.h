@@ -57,6 +57,21 @@ std::unique_ptr<mlir::Pass> createPlanArenaPass();
 inline constexpr llvm::StringLiteral kArenaArgAttr = "attn.arena";
 inline constexpr llvm::StringLiteral kArenaNeedArgAttr = "attn.arena_need";
 
+/// An entry point calling another (`train_step` calls `<loss>_grad`) is
+/// lowered without the call until both are on buffers: `attn-bind-params`
+/// takes the call out, each of its results becoming an argument of the
+/// caller marked `kEntryCallResultAttr` (the result's index), and records
+/// it in the caller's `kEntryCallAttr` (`{callee = @f, args = array<i64:
+/// ...>}`, the caller's argument passed as each argument of the bound
+/// callee); `attn-compose-entry-calls` puts the call back at the top of the
+/// caller after bufferisation, passing the arena on as well.
+inline constexpr llvm::StringLiteral kEntryCallAttr = "attn.entry_call";
+inline constexpr llvm::StringLiteral kEntryCallResultAttr =
+    "attn.entry_call_result";
+
+/// `attn-compose-entry-calls`: see `kEntryCallAttr`.
+std::unique_ptr<mlir::Pass> createComposeEntryCallsPass();
+
 /// `attn-matmul-to-vector`: every 2-D f32 matrix product on buffers
 /// (`linalg.matmul`, also with a transposed B through its indexing maps, or
 /// a `linalg.generic` with the same contraction) becomes a blocked loop nest:

@@ -18,10 +18,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Conversion/Passes.h"
+#include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
@@ -60,7 +62,16 @@ llvm::StringRef paramBufferArgAttr(ParamBuffer buffer) {
   llvm_unreachable("unknown parameter buffer");
 }
 
-ParamBufferUse paramBuffersOf(func::FuncOp func) {
+func::FuncOp calledEntryPoint(func::CallOp call) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  if (!callee || !callee.isPublic() || callee.isExternal())
+    return nullptr;
+  return callee;
+}
+
+/// The buffers `func`'s own get_param and set_param ops use.
+static ParamBufferUse ownParamBuffers(func::FuncOp func) {
   ParamBufferUse use;
   func.walk([&](Operation *op) {
     if (auto get = dyn_cast<GetParamOp>(op))
@@ -69,6 +80,22 @@ ParamBufferUse paramBuffersOf(func::FuncOp func) {
       use.written[static_cast<int>(set.getBuffer())] = true;
   });
   use.read[0] = true; // every entry point takes the parameter buffer
+  return use;
+}
+
+ParamBufferUse paramBuffersOf(func::FuncOp func) {
+  ParamBufferUse use = ownParamBuffers(func);
+  // The caller passes its buffers on to an entry point it calls: it takes
+  // them too (as read-only: the callee's writes happen before its own
+  // code runs).
+  func.walk([&](func::CallOp call) {
+    func::FuncOp callee = calledEntryPoint(call);
+    if (!callee || callee == func)
+      return;
+    ParamBufferUse inner = ownParamBuffers(callee);
+    for (int i = 0; i < 4; ++i)
+      use.read[i] |= inner.read[i] || inner.written[i];
+  });
   return use;
 }
 
@@ -128,19 +155,131 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
     llvm::StringMap<int64_t> offsets;
     for (ParamSlot slot : computeParamLayout(module, numElements))
       offsets[slot.param.getSymName()] = slot.offset;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal())
-        continue;
-      if (failed(bindFunction(func, offsets)))
+    // Every function's buffers first (a caller's include those of the entry
+    // point it calls), then the calls become records, then the bodies are
+    // bound.
+    SmallVector<std::pair<func::FuncOp, ParamBufferUse>> functions;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        functions.push_back({func, paramBuffersOf(func)});
+    SmallVector<EntryCall> calls;
+    for (auto &[func, use] : functions)
+      if (failed(extractEntryCall(func, calls)))
         return signalPassFailure();
-    }
+    for (auto &[func, use] : functions)
+      if (failed(bindFunction(func, use, offsets)))
+        return signalPassFailure();
+    for (EntryCall &call : calls)
+      recordEntryCall(call);
   }
 
-  LogicalResult bindFunction(func::FuncOp func,
+  /// A call of another entry point, taken out of the caller's body: the
+  /// callee, the caller's arguments it was passed (in the callee's
+  /// argument order before binding).
+  struct EntryCall {
+    func::FuncOp caller, callee;
+    SmallVector<BlockArgument> operands;
+  };
+
+  /// Takes the call of another entry point (train_step's call of
+  /// `<loss>_grad`) out of `func`: each of its results becomes a new last
+  /// argument of `func` marked `kEntryCallResultAttr`, which
+  /// attn-compose-entry-calls replaces by the call again once both
+  /// functions are on buffers. Only a call at the top level, of the
+  /// caller's own arguments, before anything of the caller that writes,
+  /// can move to the top of the body; the autodiff pass builds no other.
+  LogicalResult extractEntryCall(func::FuncOp func,
+                                 SmallVectorImpl<EntryCall> &calls) {
+    SmallVector<func::CallOp> found;
+    func.walk([&](func::CallOp call) {
+      if (calledEntryPoint(call))
+        found.push_back(call);
+    });
+    if (found.empty())
+      return success();
+    func::CallOp call = found.front();
+    if (found.size() > 1)
+      return found[1].emitError("a function can call only one entry point");
+    Block &body = func.front();
+    if (call->getBlock() != &body)
+      return call.emitError("an entry point can be called only at the top "
+                            "level of a function");
+    func::FuncOp callee = calledEntryPoint(call);
+    bool nested = callee.walk([](func::CallOp inner) {
+                          return calledEntryPoint(inner)
+                                     ? WalkResult::interrupt()
+                                     : WalkResult::advance();
+                        }).wasInterrupted();
+    if (callee == func || nested)
+      return call.emitError("an entry point called by another cannot call "
+                            "an entry point itself");
+    EntryCall record{func, callee, {}};
+    for (Value operand : call.getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner() != &body)
+        return call.emitError("an entry point can be called only with the "
+                              "caller's own arguments");
+      record.operands.push_back(arg);
+    }
+    for (Operation &op : body) {
+      if (&op == call.getOperation())
+        break;
+      if (isa<SetParamOp>(op) || !isMemoryEffectFree(&op))
+        return call.emitError("an entry point can be called only before "
+                              "the caller writes anything");
+    }
+    OpBuilder b(func.getContext());
+    for (auto [index, result] : llvm::enumerate(call.getResults())) {
+      unsigned position = func.getNumArguments();
+      SmallVector<NamedAttribute> attrs = {
+          b.getNamedAttr(kEntryCallResultAttr, b.getI64IntegerAttr(index)),
+          b.getNamedAttr("bufferization.writable", b.getBoolAttr(false))};
+      if (failed(func.insertArgument(position, result.getType(),
+                                     b.getDictionaryAttr(attrs),
+                                     call.getLoc())))
+        return func.emitError("cannot add an argument for a call's result");
+      result.replaceAllUsesWith(func.getArgument(position));
+    }
+    call.erase();
+    calls.push_back(std::move(record));
+    return success();
+  }
+
+  /// Once both functions are bound: `kEntryCallAttr` on the caller, the
+  /// callee and, per callee argument, the caller's argument passed (its
+  /// buffer of the same kind, or the argument the call was given).
+  void recordEntryCall(EntryCall &call) {
+    SmallVector<int64_t> args;
+    func::FuncOp callee = call.callee;
+    unsigned inputs = 0;
+    for (unsigned i = 0; i < callee.getNumArguments(); ++i) {
+      std::optional<int64_t> buffer;
+      for (int kind = 0; kind < 4; ++kind) {
+        StringRef attr = paramBufferArgAttr(static_cast<ParamBuffer>(kind));
+        if (!callee.getArgAttr(i, attr))
+          continue;
+        for (unsigned j = 0; j < call.caller.getNumArguments(); ++j)
+          if (call.caller.getArgAttr(j, attr))
+            buffer = j;
+      }
+      if (buffer) {
+        args.push_back(*buffer);
+        continue;
+      }
+      args.push_back(call.operands[inputs++].getArgNumber());
+    }
+    Builder b(call.caller.getContext());
+    call.caller->setAttr(
+        kEntryCallAttr,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("callee", FlatSymbolRefAttr::get(callee)),
+             b.getNamedAttr("args", b.getDenseI64ArrayAttr(args))}));
+  }
+
+  LogicalResult bindFunction(func::FuncOp func, const ParamBufferUse &use,
                              const llvm::StringMap<int64_t> &offsets) {
     OpBuilder b(func.getContext());
     Location loc = func.getLoc();
-    ParamBufferUse use = paramBuffersOf(func);
     // Reads and writes of a buffer a function writes are ordered by their
     // place in the body's block; nested ones cannot be ordered.
     Block &body = func.front();
