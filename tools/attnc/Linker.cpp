@@ -28,27 +28,29 @@ static std::string findRuntimeLibrary() {
   return std::string(path);
 }
 
-LogicalResult linkExecutable(llvm::StringRef objectPath,
-                             llvm::StringRef outputPath, std::string &error) {
-  std::string runtime = findRuntimeLibrary();
-  if (!llvm::sys::fs::exists(runtime)) {
-    error = "cannot find the runtime library " + runtime +
-            " (set ATTN_RUNTIME_LIB to its path)";
-    return failure();
-  }
-  llvm::ErrorOr<std::string> driver = std::error_code();
+std::optional<std::string> findCompilerDriver() {
   for (llvm::StringRef name : {"cc", "clang-22", "gcc", "clang"})
-    if ((driver = llvm::sys::findProgramByName(name)))
-      break;
+    if (llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName(name))
+      return *driver;
+  return std::nullopt;
+}
+
+/// Runs the C compiler driver with `args` (after the driver's name) and
+/// `-o` a temporary file, renamed to `outputPath` on success.
+static LogicalResult runDriver(llvm::ArrayRef<std::string> args,
+                               llvm::StringRef outputPath,
+                               std::string &error) {
+  std::optional<std::string> driver = findCompilerDriver();
   if (!driver) {
     error = "cannot find a C compiler driver (cc, clang-22, gcc) to link with";
     return failure();
   }
   std::string temporary = (outputPath + ".attnc-tmp").str();
-  llvm::SmallVector<llvm::StringRef> args = {
-      *driver, objectPath, runtime, "-lm", "-lpthread", "-o", temporary};
+  llvm::SmallVector<llvm::StringRef> argv = {*driver};
+  argv.append(args.begin(), args.end());
+  argv.append({"-o", temporary});
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0,
+  int status = llvm::sys::ExecuteAndWait(*driver, argv, std::nullopt, {}, 0, 0,
                                          &message);
   if (status != 0) {
     llvm::sys::fs::remove(temporary);
@@ -62,6 +64,25 @@ LogicalResult linkExecutable(llvm::StringRef objectPath,
     return failure();
   }
   return success();
+}
+
+LogicalResult linkExecutable(llvm::StringRef objectPath,
+                             llvm::StringRef outputPath, std::string &error) {
+  std::string runtime = findRuntimeLibrary();
+  if (!llvm::sys::fs::exists(runtime)) {
+    error = "cannot find the runtime library " + runtime +
+            " (set ATTN_RUNTIME_LIB to its path)";
+    return failure();
+  }
+  return runDriver({objectPath.str(), runtime, "-lm", "-lpthread"},
+                   outputPath, error);
+}
+
+LogicalResult linkRelocatable(llvm::ArrayRef<std::string> objectPaths,
+                              llvm::StringRef outputPath, std::string &error) {
+  llvm::SmallVector<std::string> args = {"-r", "-nostdlib"};
+  args.append(objectPaths.begin(), objectPaths.end());
+  return runDriver(args, outputPath, error);
 }
 
 } // namespace attn

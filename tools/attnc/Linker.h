@@ -1,7 +1,8 @@
 //===- Linker.h - Linking standalone executables ----------------*- C++ -*-===//
 //
 // `attnc build` links the model's object with the runtime library using the
-// system's C compiler driver; code generation itself never leaves the
+// system's C compiler driver, which also joins the parts of an object
+// compiled on several threads; code generation itself never leaves the
 // process.
 //
 //===----------------------------------------------------------------------===//
@@ -10,17 +11,28 @@
 #define ATTNC_LINKER_H
 
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <string>
 
 namespace attn {
+
+/// The system's C compiler driver (cc, clang-22, gcc, clang), if any.
+std::optional<std::string> findCompilerDriver();
 
 /// Links `objectPath` with libattnrt into the executable `outputPath`,
 /// replacing it only on success.
 mlir::LogicalResult linkExecutable(llvm::StringRef objectPath,
                                    llvm::StringRef outputPath,
                                    std::string &error);
+
+/// Links the relocatable objects `objectPaths` into one, `outputPath`
+/// (`cc -r`), replacing it only on success.
+mlir::LogicalResult linkRelocatable(llvm::ArrayRef<std::string> objectPaths,
+                                    llvm::StringRef outputPath,
+                                    std::string &error);
 
 } // namespace attn
 

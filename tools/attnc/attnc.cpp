@@ -18,6 +18,7 @@
 #include "attn/Target/HeaderEmitter.h"
 #include "attn/Target/ModelInfo.h"
 #include "attn/Target/ObjectEmitter.h"
+#include "attn/Target/ParallelCodegen.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -41,6 +42,7 @@
 
 #include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 #include <sys/resource.h>
 #include <time.h>
@@ -105,6 +107,11 @@ cl::opt<bool> verifyEach("verify-each",
                          cl::desc("Verify the IR after every pass (default: "
                                   "after every stage)"),
                          cl::cat(attncCategory));
+cl::opt<unsigned> jobsOption(
+    "jobs",
+    cl::desc("Threads for LLVM's optimisation and code generation of an "
+             "object (default: the CPUs there are; 1 with --dump-dir)"),
+    cl::value_desc("n"), cl::init(0), cl::cat(attncCategory));
 cl::opt<bool> timingOption("timing",
                            cl::desc("Print the time of every MLIR pass, and "
                                     "of LLVM's optimisation and code "
@@ -370,7 +377,8 @@ std::string printModule(ModuleOp module) {
   return text;
 }
 
-/// Lowers an attn module to optimised LLVM IR with its model metadata.
+/// Lowers an attn module to LLVM IR with its model metadata, not optimised
+/// yet.
 std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
                                           llvm::LLVMContext &llvmContext,
                                           const attn::CodegenOptions &options,
@@ -399,17 +407,40 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
       attn::translateToLLVMIR(module, info, options, llvmContext);
   if (passCpuTimes)
     passCpuTimes->notePeakMemory("llvm");
-  if (llvmModule && !dumpDir.empty()) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    llvmModule->print(os, nullptr);
-    if (failed(dumpStage("llvm", "ll", text)))
-      return nullptr;
-  }
   return llvmModule;
 }
 
-/// Writes the object (or assembly) of `module` to `path`.
+/// Runs LLVM's optimisation pipeline on the whole module (the `llvm` stage,
+/// which --dump-dir writes).
+int optimizeWhole(llvm::Module &module, const attn::CodegenOptions &options) {
+  std::string error;
+  if (failed(attn::optimizeLLVMModule(module, options, error))) {
+    llvm::errs() << "attnc: error: " << error << "\n";
+    return kInputError;
+  }
+  if (!dumpDir.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module.print(os, nullptr);
+    if (failed(dumpStage("llvm", "ll", text)))
+      return kInputError;
+  }
+  return kSuccess;
+}
+
+/// The threads --jobs asks for: the CPUs there are by default; one with
+/// --dump-dir (which writes the whole optimised module) or without a C
+/// compiler driver to join the parts.
+unsigned codegenJobs() {
+  // The parts are joined by the C compiler driver (`cc -r`).
+  if (!dumpDir.empty() || !attn::findCompilerDriver())
+    return 1;
+  if (jobsOption > 0)
+    return jobsOption;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// Writes the object (or assembly) of `module` (optimised) to `path`.
 int writeMachineCode(llvm::Module &module, const attn::CodegenOptions &options,
                      bool assembly, llvm::StringRef path) {
   std::string error;
@@ -427,6 +458,70 @@ int writeMachineCode(llvm::Module &module, const attn::CodegenOptions &options,
   if (passCpuTimes)
     passCpuTimes->notePeakMemory(assembly ? "asm" : "object");
   output->keep();
+  return kSuccess;
+}
+
+/// Writes the object of `module` (not optimised yet) to `path`: optimised
+/// and compiled on codegenJobs() threads, the parts linked into one
+/// relocatable object.
+int writeObject(std::unique_ptr<llvm::Module> module,
+                const attn::CodegenOptions &options, llvm::StringRef modelName,
+                llvm::StringRef path) {
+  unsigned jobs = codegenJobs();
+  if (jobs <= 1) {
+    if (int status = optimizeWhole(*module, options))
+      return status;
+    return writeMachineCode(*module, options, /*assembly=*/false, path);
+  }
+  std::optional<llvm::Timer> timer;
+  if (options.timers) {
+    timer.emplace("parallel",
+                  llvm::formatv("LLVM optimisation and code generation on {0} "
+                                "threads",
+                                jobs)
+                      .str(),
+                  *options.timers);
+    timer->startTimer();
+  }
+  std::string error;
+  FailureOr<llvm::SmallVector<llvm::SmallVector<char, 0>>> objects =
+      attn::compileToObjects(std::move(module), options, jobs, modelName,
+                             error);
+  if (timer)
+    timer->stopTimer();
+  if (failed(objects)) {
+    llvm::errs() << "attnc: error: " << error << "\n";
+    return kInputError;
+  }
+  if (passCpuTimes)
+    passCpuTimes->notePeakMemory("object");
+  // Each part in a temporary file, then `ld -r` into `path`.
+  llvm::SmallVector<std::string> partPaths;
+  llvm::SmallVector<llvm::FileRemover> removers;
+  removers.reserve(objects->size());
+  for (llvm::SmallVector<char, 0> &object : *objects) {
+    llvm::SmallString<128> partPath;
+    int fd;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "attnc-part", "o", fd, partPath)) {
+      llvm::errs() << "attnc: error: cannot create a temporary file: "
+                   << ec.message() << "\n";
+      return kInputError;
+    }
+    removers.emplace_back(partPath);
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os.write(object.data(), object.size());
+    os.close();
+    if (os.has_error()) {
+      llvm::errs() << "attnc: error: cannot write " << partPath << "\n";
+      return kInputError;
+    }
+    partPaths.push_back(std::string(partPath));
+  }
+  if (failed(attn::linkRelocatable(partPaths, path, error))) {
+    llvm::errs() << "attnc: error: " << error << "\n";
+    return kInputError;
+  }
   return kSuccess;
 }
 
@@ -469,15 +564,18 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
       lowerToLLVM(module, context, llvmContext, options, info, status);
   if (!llvmModule)
     return status;
-  if (command == "emit" && stage == attn::Stage::LLVMIR) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    llvmModule->print(os, nullptr);
-    return writeOutput(outputFilename, text);
-  }
-  if (command == "emit")
+  if (command == "emit") {
+    if (int status = optimizeWhole(*llvmModule, options))
+      return status;
+    if (stage == attn::Stage::LLVMIR) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      llvmModule->print(os, nullptr);
+      return writeOutput(outputFilename, text);
+    }
     return writeMachineCode(*llvmModule, options, /*assembly=*/true,
                             outputFilename);
+  }
   if (command == "compile") {
     std::string header = headerFilename;
     if (header.empty()) {
@@ -488,8 +586,8 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
     if (header == outputFilename)
       return usageError("the header would overwrite the object " + header +
                         "; give --header");
-    if (int status = writeMachineCode(*llvmModule, options, false,
-                                      outputFilename))
+    if (int status = writeObject(std::move(llvmModule), options, info.name,
+                                 outputFilename))
       return status;
     return writeOutput(header, attn::emitHeader(info, inputFilename));
   }
@@ -502,7 +600,8 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
     return kInputError;
   }
   llvm::FileRemover removeObject(objectPath);
-  if (int status = writeMachineCode(*llvmModule, options, false, objectPath))
+  if (int status =
+          writeObject(std::move(llvmModule), options, info.name, objectPath))
     return status;
   std::string error;
   if (failed(attn::linkExecutable(objectPath, outputFilename, error))) {

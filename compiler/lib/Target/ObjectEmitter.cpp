@@ -2,8 +2,9 @@
 //
 // Translates the lowered module to LLVM IR, adds the `attn_model_info` the
 // runtime reads (the layout of runtime/include/attn/abi.h, built with the C
-// ABI's natural alignment), optionally a `main`, runs LLVM's optimisation
-// pipeline for the target machine, and emits machine code in-process.
+// ABI's natural alignment), optionally a `main`; runs LLVM's optimisation
+// pipeline for the target machine and emits machine code in-process
+// (ParallelCodegen.cpp does both on several threads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -364,9 +365,19 @@ translateToLLVMIR(ModuleOp module, const ModelInfo &info,
   for (llvm::Function &fn : *llvmModule)
     if (!fn.isDeclaration() && fn.getName() != "main")
       fn.setLinkage(llvm::GlobalValue::InternalLinkage);
-  StepTimer timer(options, "optimize", "LLVM optimisation pipeline");
-  optimizeModule(*llvmModule, *machine, options);
   return llvmModule;
+}
+
+LogicalResult optimizeLLVMModule(llvm::Module &module,
+                                 const CodegenOptions &options,
+                                 std::string &error) {
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  if (!machine)
+    return failure();
+  StepTimer timer(options, "optimize", "LLVM optimisation pipeline");
+  optimizeModule(module, *machine, options);
+  return success();
 }
 
 LogicalResult emitMachineCode(llvm::Module &module,

@@ -36,13 +36,20 @@ struct CodegenOptions {
 /// Whether `target` names a CPU target attnc can generate code for.
 bool isKnownTarget(llvm::StringRef target);
 
-/// Translates an LLVM-dialect module to optimised LLVM IR carrying the
-/// model's metadata (`NAME_model_info`). Null after a diagnostic.
+/// Translates an LLVM-dialect module to LLVM IR carrying the model's
+/// metadata (`NAME_model_info`), for the target machine, with every
+/// function but `main` internal; not optimised yet. Null after a
+/// diagnostic.
 std::unique_ptr<llvm::Module>
 translateToLLVMIR(mlir::ModuleOp module, const ModelInfo &info,
                   const CodegenOptions &options, llvm::LLVMContext &context);
 
-/// Writes `module` as an object file (or assembly) to `os`.
+/// Runs LLVM's optimisation pipeline for the target on `module`.
+mlir::LogicalResult optimizeLLVMModule(llvm::Module &module,
+                                       const CodegenOptions &options,
+                                       std::string &error);
+
+/// Writes `module` (optimised) as an object file (or assembly) to `os`.
 mlir::LogicalResult emitMachineCode(llvm::Module &module,
                                     const CodegenOptions &options,
                                     bool assembly, llvm::raw_pwrite_stream &os,
