@@ -42,11 +42,12 @@ module {
 // Tests train_step: the loss's arguments then the hyperparameters and the
 // seed; first a call of loss_grad with the loss's arguments and the seed
 // (it stores the gradients), then the norm of the stored gradients;
-// clipping; per parameter the value and moments read before any write of
-// them, one adam_update (decoupled for adamw) with the hyperparameters
-// taken from attn_hyper_index's slots, and the three writes; the loss and
-// the norm returned. The adjoint of a slice is the slice's adjoint padded
-// with zeros.
+// clipping; the value and moments read before any write of them, one
+// adam_update (decoupled for adamw) with the hyperparameters taken from
+// attn_hyper_index's slots, and the three writes; the loss and the norm
+// returned. Every parameter being f32, the optimizer works on the whole
+// flat buffers (4x5 = 20 elements padded to 32). The adjoint of a slice is
+// the slice's adjoint padded with zeros.
 // CHECK-LABEL: func.func @loss_grad
 // CHECK: %[[CE:.*]] = attn.cross_entropy_grad
 // CHECK: %[[DW:.*]] = attn.concat %[[CE]], %{{.*}} axis 0
@@ -54,7 +55,7 @@ module {
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: (%[[T:.*]]: tensor<2xi32> {attn.name = "t"}, %[[H:.*]]: tensor<7xf32> {attn.hyper}, %[[SEED:.*]]: tensor<i64> {attn.seed}) -> (tensor<f32>, tensor<f32>)
 // CHECK-NEXT: %[[L:.*]] = call @loss_grad(%[[T]], %[[SEED]]) : (tensor<2xi32>, tensor<i64>) -> tensor<f32>
-// CHECK-NEXT: %[[GW:.*]] = attn.get_param @w grad : tensor<4x5xf32>
+// CHECK-NEXT: %[[GW:.*]] = attn.get_param_buffer grad : tensor<32xf32>
 // CHECK-NEXT: %[[N:.*]] = attn.global_norm %[[GW]] :
 // CHECK-NOT: attn.cross_entropy
 // CHECK: %[[CLIP:.*]] = attn.take %[[H]] axis 0 index 5
@@ -69,13 +70,13 @@ module {
 // CHECK-DAG: %[[EPS:.*]] = attn.take %[[H]] axis 0 index 3
 // CHECK-DAG: %[[WD:.*]] = attn.take %[[H]] axis 0 index 4
 // CHECK: %[[G:.*]] = attn.mul %[[GW]], %[[SCALE]]
-// CHECK: %[[P:.*]] = attn.get_param @w :
-// CHECK: %[[M:.*]] = attn.get_param @w first_moment
-// CHECK: %[[V:.*]] = attn.get_param @w second_moment
+// CHECK: %[[P:.*]] = attn.get_param_buffer value :
+// CHECK: %[[M:.*]] = attn.get_param_buffer first_moment
+// CHECK: %[[V:.*]] = attn.get_param_buffer second_moment
 // CHECK: %[[NP:.*]], %[[NM:.*]], %[[NV:.*]] = attn.adam_update %[[P]], %[[G]], %[[M]], %[[V]], %[[LR]], %[[STEP]], %[[B1]], %[[B2]], %[[EPS]], %[[WD]] decoupled
-// CHECK: attn.set_param @w value, %[[NP]]
-// CHECK: attn.set_param @w first_moment, %[[NM]]
-// CHECK: attn.set_param @w second_moment, %[[NV]]
+// CHECK: attn.set_param_buffer value, %[[NP]]
+// CHECK: attn.set_param_buffer first_moment, %[[NM]]
+// CHECK: attn.set_param_buffer second_moment, %[[NV]]
 // CHECK: return %[[L]], %[[N]]
 module {
   attn.param @w : tensor<4x5xf32> init normal [0.0, 1.0]

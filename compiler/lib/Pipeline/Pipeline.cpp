@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/Transforms/Passes.h"
@@ -83,18 +84,18 @@ static void buildLoopsPipeline(OpPassManager &pm,
   pm.addPass(createAttnBindKVCache());
   pm.addPass(createAttnFinalizeEntryPoints());
   pm.addPass(createConvertAttnToLinalg());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Chains of element-wise generics (a linear's epilogue and the residual
   // add, layer norm's centring and squaring) become one generic each.
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Values stored into parameter buffers (train_step's weights and moments,
   // the gradients of <loss>_grad) are computed in their slot; CSE then
   // merges an update's read of a slot with its write of the same slot.
   pm.addPass(createAttnParamWritesInPlace());
-  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.allowReturnAllocsFromLoops = true;
@@ -114,14 +115,14 @@ static void buildLoopsPipeline(OpPassManager &pm,
   pm.addPass(createMatmulToVectorPass(target));
   pm.addNestedPass<func::FuncOp>(createVectorizeLinalgPass(target));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Polynomial exp/tanh/erf, then the vector ops down to 1-D.
   pm.addNestedPass<func::FuncOp>(createMathApproximationPass());
   pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMaskPass());
   pm.addNestedPass<func::FuncOp>(createLowerVectorPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Independent outer loops (attention's batch x heads, element-wise rows)
   // on the context's thread pool.
   pm.addPass(createParallelizeLoopsPass());
@@ -170,7 +171,7 @@ static void buildLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<LLVM::LLVMFuncOp>(createCanonicalizerPass());
 }
 
 static void addAttnGradPasses(OpPassManager &pm) {

@@ -25,11 +25,17 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
 
+#include <atomic>
 #include <thread>
 
 using namespace mlir;
 
 namespace attn {
+
+/// Parts per thread: SplitModule balances the parts by the size of the IR
+/// they define, which is not quite the time LLVM takes on them; threads
+/// taking the next part as they finish even that out.
+static constexpr unsigned kPartsPerThread = 2;
 
 /// Optimises and compiles one part, given as bitcode, in a context of its
 /// own.
@@ -69,7 +75,8 @@ compileToObjects(std::unique_ptr<llvm::Module> module,
     if (value.hasLocalLinkage() && value.hasName() && !value.isDeclaration())
       value.setName(modelName + "." + value.getName());
   llvm::SmallVector<std::string> parts;
-  llvm::SplitModule(*module, jobs, [&](std::unique_ptr<llvm::Module> part) {
+  unsigned numParts = jobs * kPartsPerThread;
+  llvm::SplitModule(*module, numParts, [&](std::unique_ptr<llvm::Module> part) {
     std::string bitcode;
     llvm::raw_string_ostream os(bitcode);
     llvm::WriteBitcodeToFile(*part, os);
@@ -83,12 +90,15 @@ compileToObjects(std::unique_ptr<llvm::Module> module,
   partOptions.timers = nullptr;
   objects.assign(parts.size(), {});
   std::vector<std::string> errors(parts.size());
+  std::atomic<size_t> next{0};
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < parts.size(); ++i)
-    threads.emplace_back([&, i] {
-      if (failed(compilePart(parts[i], partOptions, objects[i], errors[i])) &&
-          errors[i].empty())
-        errors[i] = "code generation failed";
+  for (unsigned t = 0; t < jobs; ++t)
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < parts.size(); i = next++)
+        if (failed(compilePart(parts[i], partOptions, objects[i],
+                               errors[i])) &&
+            errors[i].empty())
+          errors[i] = "code generation failed";
     });
   for (std::thread &thread : threads)
     thread.join();

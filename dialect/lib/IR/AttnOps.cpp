@@ -135,6 +135,50 @@ SetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+/// Parameters start at multiples of this many elements (64 bytes).
+static constexpr int64_t kParamAlignment = 16;
+
+SmallVector<ParamSlot> attn::computeParamLayout(ModuleOp module,
+                                                int64_t &numElements) {
+  SmallVector<ParamSlot> slots;
+  int64_t offset = 0;
+  for (ParamOp param : module.getOps<ParamOp>()) {
+    slots.push_back({param, offset});
+    int64_t size = param.getTensorType().getNumElements();
+    offset += (size + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+  }
+  numElements = offset;
+  return slots;
+}
+
+/// The parameter buffer's size in the module around `op`.
+static int64_t paramBufferSize(Operation *op) {
+  int64_t size = 0;
+  if (auto module = op->getParentOfType<ModuleOp>())
+    computeParamLayout(module, size);
+  return size;
+}
+
+/// Whether `type` is the flat buffer of the module around `op`.
+static LogicalResult verifyParamBufferType(Operation *op, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t size = paramBufferSize(op);
+  if (tensor.getRank() != 1 || !tensor.getElementType().isF32() ||
+      tensor.getDimSize(0) != size)
+    return op->emitOpError() << "type " << type
+                             << " is not the module's parameter buffer, "
+                             << "tensor<" << size << "xf32>";
+  return success();
+}
+
+LogicalResult GetParamBufferOp::verify() {
+  return verifyParamBufferType(*this, getType());
+}
+
+LogicalResult SetParamBufferOp::verify() {
+  return verifyParamBufferType(*this, getValue().getType());
+}
+
 /// The hyperparameters each optimizer and schedule accepts.
 static ArrayRef<StringRef> allowedKeys(OptimizerKind) {
   static const StringRef keys[] = {"lr", "beta1", "beta2", "eps",

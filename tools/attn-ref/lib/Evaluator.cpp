@@ -601,6 +601,58 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
           return failure();
         return result(std::move(*value));
       })
+      // The whole-buffer forms: every parameter at its offset in the
+      // parameter layout, zeros between.
+      .Case([&](GetParamBufferOp getBuffer) -> LogicalResult {
+        int64_t size;
+        SmallVector<ParamSlot> slots = computeParamLayout(module, size);
+        Tensor flat(DType::F32, {size});
+        for (ParamSlot slot : slots) {
+          StringRef name = slot.param.getSymName();
+          std::string key =
+              (Twine(static_cast<int>(getBuffer.getBuffer())) + ":" + name)
+                  .str();
+          if (written.contains(key))
+            return opError(op)
+                   << "reads " << stringifyParamBuffer(getBuffer.getBuffer())
+                   << " after this call wrote it (a function reads a buffer "
+                      "before it writes it)";
+          FailureOr<Tensor> value =
+              this->getBuffer(toKind(getBuffer.getBuffer()), name);
+          if (failed(value))
+            return failure();
+          llvm::copy(value->getData(), flat.getData().begin() + slot.offset);
+        }
+        return result(std::move(flat));
+      })
+      .Case([&](SetParamBufferOp setBuffer) -> LogicalResult {
+        const Tensor &flat = in(setBuffer.getValue());
+        int64_t size;
+        SmallVector<ParamSlot> slots = computeParamLayout(module, size);
+        if (flat.getRank() != 1 || flat.getNumElements() != size)
+          return opError(op) << "writes " << flat.describe()
+                             << " as the parameter buffer of " << size
+                             << " elements";
+        ParamBufferKind kind = toKind(setBuffer.getBuffer());
+        for (ParamSlot slot : slots) {
+          StringRef name = slot.param.getSymName();
+          RankedTensorType type = slot.param.getTensorType();
+          auto begin = flat.getData().begin() + slot.offset;
+          Tensor value(*getDType(type), type.getShape(),
+                       std::vector<double>(begin,
+                                           begin + type.getNumElements()));
+          written.insert(
+              (Twine(static_cast<int>(setBuffer.getBuffer())) + ":" + name)
+                  .str());
+          if (kind == ParamBufferKind::Value) {
+            wroteValues = true;
+            parameters[name] = std::move(value);
+          } else {
+            buffers[static_cast<int>(kind) - 1][name] = std::move(value);
+          }
+        }
+        return success();
+      })
       .Case([&](SetParamOp setParam) -> LogicalResult {
         const Tensor &value = in(setParam.getValue());
         auto type = declared.find(setParam.getName());

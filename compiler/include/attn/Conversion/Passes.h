@@ -29,18 +29,6 @@ namespace attn {
 #define GEN_PASS_REGISTRATION
 #include "attn/Conversion/Passes.h.inc"
 
-/// Where each parameter lives in the parameter buffer.
-struct ParamSlot {
-  ParamOp param;
-  int64_t offset; // in f32 elements
-};
-
-/// The layout of the parameter buffer: parameters in declaration order, each
-/// starting at a multiple of 16 elements (64 bytes, one cache line), so the
-/// generated code may load any parameter with aligned vector loads.
-llvm::SmallVector<ParamSlot> computeParamLayout(mlir::ModuleOp module,
-                                                int64_t &numElements);
-
 /// The name of the argument attribute marking the flat buffer `buffer` of
 /// every parameter (`attn.params`, `attn.grads`, `attn.first_moment`,
 /// `attn.second_moment`).

@@ -32,22 +32,6 @@ namespace attn {
 #define GEN_PASS_DEF_ATTNBINDPARAMS
 #include "attn/Conversion/Passes.h.inc"
 
-/// Parameters start at multiples of this many elements (64 bytes).
-static constexpr int64_t kParamAlignment = 16;
-
-SmallVector<ParamSlot> computeParamLayout(ModuleOp module,
-                                          int64_t &numElements) {
-  SmallVector<ParamSlot> slots;
-  int64_t offset = 0;
-  for (ParamOp param : module.getOps<ParamOp>()) {
-    slots.push_back({param, offset});
-    int64_t size = param.getTensorType().getNumElements();
-    offset += (size + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
-  }
-  numElements = offset;
-  return slots;
-}
-
 llvm::StringRef paramBufferArgAttr(ParamBuffer buffer) {
   switch (buffer) {
   case ParamBuffer::value:
@@ -71,13 +55,26 @@ func::FuncOp calledEntryPoint(func::CallOp call) {
 }
 
 /// The buffers `func`'s own get_param and set_param ops use.
+/// The buffer an access op (get_param, set_param and their whole-buffer
+/// forms) addresses, and whether it writes it; none for other ops.
+static std::optional<std::pair<int, bool>> paramAccess(Operation *op) {
+  if (auto get = dyn_cast<GetParamOp>(op))
+    return std::make_pair(static_cast<int>(get.getBuffer()), false);
+  if (auto get = dyn_cast<GetParamBufferOp>(op))
+    return std::make_pair(static_cast<int>(get.getBuffer()), false);
+  if (auto set = dyn_cast<SetParamOp>(op))
+    return std::make_pair(static_cast<int>(set.getBuffer()), true);
+  if (auto set = dyn_cast<SetParamBufferOp>(op))
+    return std::make_pair(static_cast<int>(set.getBuffer()), true);
+  return std::nullopt;
+}
+
+/// The buffers `func`'s own access ops use.
 static ParamBufferUse ownParamBuffers(func::FuncOp func) {
   ParamBufferUse use;
   func.walk([&](Operation *op) {
-    if (auto get = dyn_cast<GetParamOp>(op))
-      use.read[static_cast<int>(get.getBuffer())] = true;
-    else if (auto set = dyn_cast<SetParamOp>(op))
-      use.written[static_cast<int>(set.getBuffer())] = true;
+    if (auto access = paramAccess(op))
+      (access->second ? use.written : use.read)[access->first] = true;
   });
   use.read[0] = true; // every entry point takes the parameter buffer
   return use;
@@ -284,9 +281,8 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
     // place in the body's block; nested ones cannot be ordered.
     Block &body = func.front();
     WalkResult nested = func.walk([&](Operation *op) {
-      if (isa<GetParamOp, SetParamOp>(op) && op->getBlock() != &body &&
-          (isa<SetParamOp>(op) ||
-           use.written[static_cast<int>(cast<GetParamOp>(op).getBuffer())])) {
+      std::optional<std::pair<int, bool>> access = paramAccess(op);
+      if (access && op->getBlock() != &body && use.written[access->first]) {
         op->emitError("a parameter buffer the function writes can only be "
                       "accessed at the top level of the function");
         return WalkResult::interrupt();
@@ -336,6 +332,18 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
                                       cast<RankedTensorType>(get.getType())));
       get.erase();
     }
+    SmallVector<GetParamBufferOp> wholeGets;
+    func.walk([&](GetParamBufferOp get) { wholeGets.push_back(get); });
+    for (GetParamBufferOp get : wholeGets) {
+      int i = static_cast<int>(get.getBuffer());
+      if (use.written[i])
+        continue;
+      b.setInsertionPoint(get);
+      get.replaceAllUsesWith(tensor::CastOp::create(b, get.getLoc(),
+                                                    get.getType(), buffers[i])
+                                 .getResult());
+      get.erase();
+    }
 
     // Written buffers, in block order: each slot accessed is a subview of
     // the argument seen as one tensor (made at the top of the body), its
@@ -346,24 +354,36 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
       Value current; // flat tensor<size x f32>
       bool written = false;
     };
+    // A slot is a parameter (keyed by its name) or, for the whole-buffer
+    // ops, the whole buffer (keyed by a unit attribute); the two cannot mix
+    // in one buffer, whose slots must be disjoint.
     llvm::MapVector<std::pair<Attribute, int>, Slot> slots;
+    Attribute wholeKey = b.getUnitAttr();
+    bool sliced[4] = {}, whole[4] = {};
     Operation *lastSlot = nullptr; // slots are made in order of first access
-    auto slotOf = [&](Operation *op, FlatSymbolRefAttr name, ParamBuffer buffer,
-                      Type type) -> FailureOr<Slot *> {
+    auto slotOf = [&](Operation *op, Attribute key, ParamBuffer buffer,
+                      int64_t size) -> FailureOr<Slot *> {
       int i = static_cast<int>(buffer);
-      auto [it, inserted] = slots.try_emplace({name, i});
+      auto [it, inserted] = slots.try_emplace({key, i});
       if (!inserted)
         return &it->second;
-      auto offset = offsets.find(name.getValue());
-      if (offset == offsets.end())
-        return op->emitError("no parameter named ") << name.getValue();
-      int64_t size = cast<RankedTensorType>(type).getNumElements();
+      int64_t offset = 0;
+      if (auto name = dyn_cast<FlatSymbolRefAttr>(key)) {
+        auto found = offsets.find(name.getValue());
+        if (found == offsets.end())
+          return op->emitError("no parameter named ") << name.getValue();
+        offset = found->second;
+      }
+      (key == wholeKey ? whole : sliced)[i] = true;
+      if (whole[i] && sliced[i])
+        return op->emitError("a function cannot access a parameter buffer it "
+                             "writes both whole and per parameter");
       if (lastSlot)
         b.setInsertionPointAfter(lastSlot);
       else
         b.setInsertionPointToStart(&body);
       Value view = memref::SubViewOp::create(
-          b, loc, memrefs[i], ArrayRef<OpFoldResult>{b.getIndexAttr(offset->second)},
+          b, loc, memrefs[i], ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
           ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
       Value tensor = bufferization::ToTensorOp::create(
@@ -374,24 +394,41 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
       it->second.current = tensor;
       return &it->second;
     };
+    auto elements = [](Type type) {
+      return cast<RankedTensorType>(type).getNumElements();
+    };
     for (Operation &op : llvm::make_early_inc_range(body)) {
       if (auto get = dyn_cast<GetParamOp>(op)) {
-        FailureOr<Slot *> slot =
-            slotOf(get, get.getNameAttr(), get.getBuffer(), get.getType());
+        FailureOr<Slot *> slot = slotOf(get, get.getNameAttr(), get.getBuffer(),
+                                        elements(get.getType()));
         if (failed(slot))
           return failure();
         b.setInsertionPoint(get);
         get.replaceAllUsesWith(unflatten(b, get.getLoc(), (*slot)->current,
                                          cast<RankedTensorType>(get.getType())));
         get.erase();
-      } else if (auto set = dyn_cast<SetParamOp>(op)) {
+      } else if (auto get = dyn_cast<GetParamBufferOp>(op)) {
         FailureOr<Slot *> slot =
-            slotOf(set, set.getNameAttr(), set.getBuffer(),
-                   set.getValue().getType());
+            slotOf(get, wholeKey, get.getBuffer(), elements(get.getType()));
+        if (failed(slot))
+          return failure();
+        get.replaceAllUsesWith((*slot)->current);
+        get.erase();
+      } else if (auto set = dyn_cast<SetParamOp>(op)) {
+        FailureOr<Slot *> slot = slotOf(set, set.getNameAttr(), set.getBuffer(),
+                                        elements(set.getValue().getType()));
         if (failed(slot))
           return failure();
         b.setInsertionPoint(set);
         (*slot)->current = flatten(b, set.getLoc(), set.getValue());
+        (*slot)->written = true;
+        set.erase();
+      } else if (auto set = dyn_cast<SetParamBufferOp>(op)) {
+        FailureOr<Slot *> slot = slotOf(set, wholeKey, set.getBuffer(),
+                                        elements(set.getValue().getType()));
+        if (failed(slot))
+          return failure();
+        (*slot)->current = set.getValue();
         (*slot)->written = true;
         set.erase();
       }

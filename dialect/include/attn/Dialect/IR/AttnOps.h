@@ -41,6 +41,21 @@ struct ParamResource : public mlir::SideEffects::Resource::Base<ParamResource> {
 #include "attn/Dialect/IR/AttnOps.h.inc"
 
 namespace attn {
+/// Where each parameter lives in the flat parameter buffer (and in the
+/// gradient and moment buffers, laid out the same).
+struct ParamSlot {
+  ParamOp param;
+  int64_t offset; // in f32 elements
+};
+
+/// The layout of the parameter buffer: parameters in declaration order, each
+/// starting at a multiple of 16 elements (64 bytes, one cache line), so the
+/// generated code may load any parameter with aligned vector loads; the
+/// elements between parameters are zeros (the runtime allocates the buffers
+/// zeroed and nothing writes there).
+llvm::SmallVector<ParamSlot> computeParamLayout(mlir::ModuleOp module,
+                                                int64_t &numElements);
+
 /// The element-wise op of `activation` (attn.relu, attn.gelu, ...) applied
 /// to `x`; `x` itself for Activation::none.
 mlir::Value createActivation(mlir::OpBuilder &b, mlir::Location loc,

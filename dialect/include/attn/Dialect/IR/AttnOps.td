@@ -135,6 +135,42 @@ def Attn_SetParamOp : Attn_Op<"set_param",
   let assemblyFormat = "$name $buffer `,` $value attr-dict `:` type($value)";
 }
 
+def Attn_GetParamBufferOp : Attn_Op<"get_param_buffer", [Pure]> {
+  let summary = "Reads one buffer of every parameter at once, flat";
+  let description = [{
+    The whole buffer (`value`, `grad`, `first_moment` or `second_moment`) as
+    the runtime keeps it: every parameter flattened at its offset in the
+    parameter layout (declaration order, each starting at a multiple of 16
+    elements), zeros between them. The optimizer step reads the gradients
+    and moments this way, so that it is one loop over all parameters, not
+    one per parameter. Same ordering rule as `attn.get_param`.
+
+    ```mlir
+    %g = attn.get_param_buffer grad : tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins Attn_ParamBuffer:$buffer);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$buffer attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Attn_SetParamBufferOp : Attn_Op<"set_param_buffer",
+    [MemoryEffects<[MemWrite<Attn_ParamResource>]>]> {
+  let summary = "Writes one buffer of every parameter at once, flat";
+  let description = [{
+    Stores a whole buffer, laid out as `attn.get_param_buffer` reads it.
+    The elements between parameters must stay zero.
+
+    ```mlir
+    attn.set_param_buffer first_moment, %m : tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins Attn_ParamBuffer:$buffer, Attn_FloatTensor:$value);
+  let assemblyFormat = "$buffer `,` $value attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
 def Attn_TrainOp : Attn_Op<"train",
     [HasParent<"::mlir::ModuleOp">,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
