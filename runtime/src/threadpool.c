@@ -241,6 +241,14 @@ int32_t attn_pool_num_threads(const attn_pool *pool) {
   return pool ? pool->num_threads : 1;
 }
 
+void attn_parallel_for_sized(int64_t n, int64_t work, int64_t min_work,
+                             attn_loop_fn fn, void *arg) {
+  if (n >= 2 && work >= min_work)
+    attn_parallel_for(NULL, n, fn, arg);
+  else if (n > 0)
+    fn(arg, 0, n);
+}
+
 void attn_parallel_for(attn_pool *pool, int64_t n, attn_loop_fn fn,
                        void *arg) {
   if (n <= 0)

@@ -27,7 +27,7 @@ attn.train loss @loss optimizer adam {} schedule constant {} clip_norm 1.0
 // LOOPS-DAG: memref.subview %[[P]][0] [32] [1]
 // LOOPS-DAG: memref.subview %[[P]][32] [8] [1]
 // LOOPS: %[[OUT:.*]] = memref.alloc(%{{.*}}) {{.*}}: memref<?x8xf32>
-// LOOPS: func.call @attn_parallel_for
+// LOOPS: call @attn_parallel_for_sized
 // LOOPS: memref.dealloc %{{.*}} : memref<?xi8>
 // LOOPS-NOT: memref.dealloc %[[OUT]] :
 // LOOPS: return %[[OUT]] : memref<?x8xf32>

@@ -5,7 +5,9 @@
  * nested or concurrent loops run (serially) instead of deadlocking. Loops
  * back to back (handed over while the workers spin) and loops after a pause
  * longer than the spin (workers asleep) both see every index once and all
- * the caller's earlier writes.
+ * the caller's earlier writes. attn_parallel_for_sized (what generated code
+ * calls) splits on the current pool from 2 iterations and min_work, and
+ * makes one call on the whole range below that.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -15,6 +17,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "../../runtime/src/internal.h"
 
 typedef struct job {
   double *out;
@@ -102,6 +105,24 @@ static void test_handover(attn_pool *pool, int64_t rounds, long pause_us) {
   CHECK(ok);
 }
 
+static void test_sized(attn_pool *pool, int32_t threads) {
+  attn_pool *old = attn_pool_set_current(pool);
+  chunks c;
+  memset(&c, 0, sizeof c);
+  attn_parallel_for_sized(10, 100, 100, record, &c);
+  CHECK(c.n == (threads < 10 ? threads : 10));
+  memset(&c, 0, sizeof c);
+  attn_parallel_for_sized(10, 99, 100, record, &c); /* too little work */
+  CHECK(c.n == 1 && c.begin[0] == 0 && c.end[0] == 10);
+  memset(&c, 0, sizeof c);
+  attn_parallel_for_sized(1, 1000, 100, record, &c); /* one iteration */
+  CHECK(c.n == 1 && c.begin[0] == 0 && c.end[0] == 1);
+  memset(&c, 0, sizeof c);
+  attn_parallel_for_sized(0, 1000, 100, record, &c); /* none */
+  CHECK(c.n == 0);
+  attn_pool_set_current(old);
+}
+
 static void test_threads(int32_t threads) {
   enum { N = 100003 };
   attn_pool *pool;
@@ -150,6 +171,7 @@ static void test_threads(int32_t threads) {
     pthread_join(t[i], NULL);
   CHECK(cs.count == 3 * 200 * 100);
 
+  test_sized(pool, threads);
   test_handover(pool, 20000, 0);
   test_handover(pool, 20, 2000); /* 2 ms: longer than the pool's spin */
 

@@ -15,11 +15,10 @@ attn.param @beta : tensor<32xf32> init zeros []
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT:     linalg.
 // CHECK:         call @__attn_sgemm_nt_[[VT:[0-9]+x[0-9]+]]_parallel(
-// The epilogue's rows go to the thread pool, or run here when they are few:
-// CHECK:         scf.if
-// CHECK:           func.call @attn_parallel_for(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
-// CHECK:         } else {
-// CHECK:           func.call @forward_par[[EPI:[0-9]+]](
+// The epilogue's rows go to the thread pool, or run here when they are few
+// (the runtime decides):
+// CHECK:         %[[TASK:.*]] = constant @forward_par[[EPI:[0-9]+]]
+// CHECK:         call @attn_parallel_for_sized(%{{.*}}, %{{.*}}, %{{.*}}, %[[TASK]], %{{.*}})
 // CHECK:         call @__attn_sgemm_nt_[[VT]]_parallel(
 // CHECK-NOT:     linalg.
 // CHECK:         return

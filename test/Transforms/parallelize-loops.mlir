@@ -1,14 +1,17 @@
 // RUN: attnc-opt %s --attn-parallelize-loops --canonicalize | FileCheck %s
 
 // Outermost loops whose iterations provably touch disjoint memory run on the
-// runtime's pool through attn_parallel_for(NULL, n, task, arg); the body is
+// runtime's pool through attn_parallel_for_sized(n, work, min_work, task,
+// arg), which uses the pool when n >= 2 and work >= min_work; the body is
 // outlined into `void task(void *arg, int64_t begin, int64_t end)` and the
 // values it uses travel in a stack struct.
 
 // A [b, t] nest of row operations: flattened to b * t iterations, on the
-// pool when they write 2^16 elements or more, run directly below that.
+// pool when they write 2^16 elements or more (the runtime compares the
+// elements written, passed as work, with min_work).
 // CHECK-LABEL: func.func @rows
 // CHECK-SAME:    (%[[X:[^:]+]]: memref<?x?x64xf32>, %[[Y:[^:]+]]: memref<?x?x64xf32>)
+// CHECK-DAG:     %[[MIN:.*]] = llvm.mlir.constant(65536 : i64) : i64
 // CHECK-DAG:     %[[F:.*]] = constant @rows_par0 : (!llvm.ptr, i64, i64) -> ()
 // CHECK-DAG:     %[[B:.*]] = memref.dim %[[X]], %c0
 // CHECK-DAG:     %[[T:.*]] = memref.dim %[[X]], %c1
@@ -22,13 +25,9 @@
 // CHECK:         %[[Y1:.*]] = memref.dim %[[Y]], %c1
 // CHECK:         %[[Y01:.*]] = arith.muli %[[Y0]], %[[Y1]] : index
 // CHECK:         %[[E:.*]] = arith.muli %[[Y01]], %c64 : index
-// CHECK:         %[[MANY:.*]] = arith.cmpi uge, %[[N]], %c2 : index
-// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %[[E]], %c65536 : index
-// CHECK:         %[[BIG:.*]] = arith.andi %[[MANY]], %[[LARGE]] : i1
-// CHECK:         scf.if %[[BIG]] {
-// CHECK-NEXT:      func.call @attn_parallel_for(%{{.*}}, %[[N64]], %[[F]], %[[ARG]])
-// CHECK-NEXT:    } else {
-// CHECK-NEXT:      func.call @rows_par0(%[[ARG]], %{{.*}}, %[[N64]])
+// CHECK:         %[[E64:.*]] = arith.index_cast %[[E]] : index to i64
+// CHECK:         call @attn_parallel_for_sized(%[[N64]], %[[E64]], %[[MIN]], %[[F]], %[[ARG]])
+// CHECK-NOT:     scf.if
 // CHECK-NOT:     scf.for
 // CHECK:         return
 
@@ -51,9 +50,8 @@
 // the pool from 2^12 elements written; the temporary allocated inside stays
 // private to an iteration.
 // CHECK-LABEL: func.func @tiles
-// CHECK:         arith.cmpi uge, %{{.*}}, %c2 : index
-// CHECK:         arith.cmpi uge, %{{.*}}, %c4096 : index
-// CHECK:         func.call @attn_parallel_for
+// CHECK:         %[[MIN:.*]] = llvm.mlir.constant(4096 : i64) : i64
+// CHECK:         call @attn_parallel_for_sized(%{{.*}}, %{{.*}}, %[[MIN]],
 
 // The task: the struct's fields loaded back, the flat index split into b, t.
 // CHECK-LABEL: func.func private @rows_par0(
@@ -68,7 +66,7 @@
 // CHECK:           %[[TI:.*]] = arith.remui %[[I]], %[[T]] : index
 // CHECK:           memref.subview %[[XS]][%[[BI]], %[[TI]], 0] [1, 1, 64]
 // CHECK:           vector.transfer_write
-// CHECK:       func.func private @attn_parallel_for(!llvm.ptr, i64, (!llvm.ptr, i64, i64) -> (), !llvm.ptr)
+// CHECK:       func.func private @attn_parallel_for_sized(i64, i64, i64, (!llvm.ptr, i64, i64) -> (), !llvm.ptr)
 // CHECK-LABEL: func.func private @shared_accumulator_par0(
 // CHECK:         scf.for
 // CHECK:           memref.store

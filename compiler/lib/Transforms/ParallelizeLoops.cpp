@@ -2,7 +2,8 @@
 //
 // `attn-parallelize-loops`: an outermost scf.for of an entry point whose
 // iterations are independent runs on the thread pool of the calling context
-// through the runtime's `attn_parallel_for(NULL, n, fn, arg)`
+// through the runtime's `attn_parallel_for_sized` (attn_parallel_for on the
+// context's pool when the loop is large enough)
 // (runtime/include/attn/runtime.h). A perfect nest of two such loops (batch
 // x heads of attention, batch x positions of the vectorised element-wise
 // ops) is flattened into one range of n = n0 * n1 iterations first.
@@ -19,11 +20,12 @@
 // The body is outlined into an internal function `void task(void *arg,
 // int64_t begin, int64_t end)` running iterations [begin, end); the values
 // it uses from above (buffer descriptors, indices, scalars) are stored in a
-// stack struct whose address is `arg`; constants are rematerialised. Small
-// loops call the task directly on [0, n): the pool is used from 2
-// iterations when the buffers the loop writes hold 2^16 elements (a loop of
-// vector rows) or 2^12 (iterations with loops of dynamic trip count or calls
-// of their own, as attention's heads), checked at run time.
+// stack struct whose address is `arg`; constants are rematerialised. The
+// call is `attn_parallel_for_sized(n, work, min_work, task, arg)`: the
+// runtime uses the pool from 2 iterations when the buffers the loop writes
+// hold `min_work` elements, 2^16 for a loop of vector rows, 2^12 for
+// iterations with loops of dynamic trip count or calls of their own (as
+// attention's heads), and calls the task on [0, n) itself otherwise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -264,16 +266,17 @@ struct ParallelizeLoopsPass
     }
   }
 
-  /// `attn_parallel_for(pool, n, fn, arg)`, declared once.
+  /// `attn_parallel_for_sized(n, work, min_work, fn, arg)`, declared once.
   func::FuncOp parallelFor(ModuleOp module, FunctionType taskType) {
-    StringRef name = "attn_parallel_for";
+    StringRef name = "attn_parallel_for_sized";
     if (auto existing = module.lookupSymbol<func::FuncOp>(name))
       return existing;
     OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
     Type ptr = LLVM::LLVMPointerType::get(module.getContext());
+    Type i64 = mb.getI64Type();
     auto func = func::FuncOp::create(
         mb, module.getLoc(), name,
-        mb.getFunctionType({ptr, mb.getI64Type(), taskType, ptr}, {}));
+        mb.getFunctionType({i64, i64, i64, taskType, ptr}, {}));
     func.setPrivate();
     return func;
   }
@@ -443,27 +446,16 @@ struct ParallelizeLoopsPass
                 : Value(arith::ConstantIndexOp::create(cb, type.getDimSize(d))));
       elements = arith::AddIOp::create(cb, elements, size);
     }
-    Value large = arith::AndIOp::create(
-        cb,
-        arith::CmpIOp::create(cb, arith::CmpIPredicate::uge, n,
-                              arith::ConstantIndexOp::create(cb, 2)),
-        arith::CmpIOp::create(
-            cb, arith::CmpIPredicate::uge, elements,
-            arith::ConstantIndexOp::create(cb, heavy ? 1 << 12 : 1 << 16)));
+    // The runtime compares: one call, no branch in the glue (a branch per
+    // loop split the entry's block, which convert-scf-to-cf and LLVM then
+    // paid for).
     func::FuncOp pfor = parallelFor(module, task.getFunctionType());
-    scf::IfOp::create(
-        cb, large,
-        [&](OpBuilder &tb, Location l) {
-          Value fn = func::ConstantOp::create(tb, l, task.getFunctionType(),
-                                              SymbolRefAttr::get(task));
-          Value pool = LLVM::ZeroOp::create(tb, l, ptr);
-          func::CallOp::create(tb, l, pfor, ValueRange{pool, nI64, fn, args});
-          scf::YieldOp::create(tb, l);
-        },
-        [&](OpBuilder &eb, Location l) {
-          func::CallOp::create(eb, l, task, ValueRange{args, zero, nI64});
-          scf::YieldOp::create(eb, l);
-        });
+    Value fn = func::ConstantOp::create(cb, task.getFunctionType(),
+                                        SymbolRefAttr::get(task));
+    Value work = arith::IndexCastOp::create(cb, i64, elements);
+    Value minWork = LLVM::ConstantOp::create(
+        cb, i64, cb.getI64IntegerAttr(heavy ? 1 << 12 : 1 << 16));
+    func::CallOp::create(cb, pfor, ValueRange{nI64, work, minWork, fn, args});
     outer->erase();
   }
 };

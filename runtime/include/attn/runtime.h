@@ -134,6 +134,13 @@ int32_t attn_pool_num_threads(const attn_pool *pool);
  * needs no handle; with no such context the loop runs serially. */
 void attn_parallel_for(attn_pool *pool, int64_t n, attn_loop_fn fn, void *arg);
 
+/* What generated code calls for a parallel loop: attn_parallel_for(NULL, n,
+ * fn, arg) when the loop is worth waking the pool for (n >= 2 and work >=
+ * min_work; the compiler passes the elements the loop writes and its
+ * threshold), else fn(arg, 0, n) on the calling thread. */
+void attn_parallel_for_sized(int64_t n, int64_t work, int64_t min_work,
+                             attn_loop_fn fn, void *arg);
+
 /* The number of cores available to the process (at least 1). */
 int32_t attn_num_cores(void);
 
