@@ -1,4 +1,5 @@
 // RUN: attnc-opt %s --attn-parallelize-loops --canonicalize | FileCheck %s
+// RUN: attnc-opt %s --attn-parallelize-loops --canonicalize | FileCheck %s --check-prefix=DEDUP
 
 // Outermost loops whose iterations provably touch disjoint memory run on the
 // runtime's pool through attn_parallel_for_sized(n, work, min_work, task,
@@ -139,6 +140,50 @@ func.func @tiles(%q: memref<?x?x64xf32>, %o: memref<?x?x64xf32>) {
     %out = memref.subview %o[%i, 0, 0] [1, %rows, 64] [1, 1, 1] : memref<?x?x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
     memref.copy %tmp, %out : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
     memref.dealloc %tmp : memref<?x64xf32>
+  }
+  return
+}
+// Loops with the same body on other buffers (a model's layers) share one
+// task: the second call reuses the first loop's task, the third (another
+// body) gets its own, and no function is made for the second.
+// DEDUP-LABEL: func.func @layers
+// DEDUP-DAG:     %[[T0:.*]] = constant @layers_par0
+// DEDUP-DAG:     %[[T2:.*]] = constant @layers_par2
+// DEDUP:         call @attn_parallel_for_sized(%{{.*}}, %{{.*}}, %{{.*}}, %[[T0]],
+// DEDUP:         call @attn_parallel_for_sized(%{{.*}}, %{{.*}}, %{{.*}}, %[[T0]],
+// DEDUP:         call @attn_parallel_for_sized(%{{.*}}, %{{.*}}, %{{.*}}, %[[T2]],
+// DEDUP-NOT:   func.func private @layers_par1(
+// DEDUP:       func.func private @layers_par0(
+// DEDUP-NOT:   func.func private @layers_par1(
+// DEDUP:       func.func private @layers_par2(
+// DEDUP:         arith.mulf
+// DEDUP-NOT:   func.func private @layers_par1(
+
+func.func @layers(%x: memref<?x64xf32>, %y: memref<?x64xf32>, %z: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cst = arith.constant 0.0 : f32
+  %n = memref.dim %x, %c0 : memref<?x64xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %in = memref.subview %x[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    %out = memref.subview %y[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    %v = vector.transfer_read %in[%c0], %cst {in_bounds = [true]} : memref<64xf32, strided<[1], offset: ?>>, vector<64xf32>
+    %w = arith.addf %v, %v : vector<64xf32>
+    vector.transfer_write %w, %out[%c0] {in_bounds = [true]} : vector<64xf32>, memref<64xf32, strided<[1], offset: ?>>
+  }
+  scf.for %i = %c0 to %n step %c1 {
+    %in = memref.subview %y[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    %out = memref.subview %z[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    %v = vector.transfer_read %in[%c0], %cst {in_bounds = [true]} : memref<64xf32, strided<[1], offset: ?>>, vector<64xf32>
+    %w = arith.addf %v, %v : vector<64xf32>
+    vector.transfer_write %w, %out[%c0] {in_bounds = [true]} : vector<64xf32>, memref<64xf32, strided<[1], offset: ?>>
+  }
+  scf.for %i = %c0 to %n step %c1 {
+    %in = memref.subview %z[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    %out = memref.subview %x[%i, 0] [1, 64] [1, 1] : memref<?x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+    %v = vector.transfer_read %in[%c0], %cst {in_bounds = [true]} : memref<64xf32, strided<[1], offset: ?>>, vector<64xf32>
+    %w = arith.mulf %v, %v : vector<64xf32>
+    vector.transfer_write %w, %out[%c0] {in_bounds = [true]} : vector<64xf32>, memref<64xf32, strided<[1], offset: ?>>
   }
   return
 }

@@ -27,6 +27,10 @@
 // iterations with loops of dynamic trip count or calls of their own (as
 // attention's heads), and calls the task on [0, n) itself otherwise.
 //
+// A task whose body equals an earlier task's (the same loop of another
+// layer or entry point, on other buffers) is not kept: the call uses the
+// earlier one, so each distinct loop is compiled once.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn/Transforms/Passes.h"
@@ -266,6 +270,36 @@ struct ParallelizeLoopsPass
     }
   }
 
+  /// Tasks made so far, by a hash of their bodies.
+  llvm::DenseMap<size_t, SmallVector<func::FuncOp, 1>> tasksByHash;
+
+  /// An earlier task with the same body as `task` (which is then erased),
+  /// else `task`. The layers of a model repeat the same loops on other
+  /// buffers, and the buffers travel in the argument struct: gpt2_small's
+  /// entry points outline 2187 loops with 437 different bodies, so most
+  /// tasks are compiled once instead of once per layer and entry point.
+  func::FuncOp deduplicate(func::FuncOp task) {
+    llvm::hash_code hash = hash_value(Type(task.getFunctionType()));
+    task.getBody().walk([&](Operation *op) {
+      hash = llvm::hash_combine(
+          hash, OperationEquivalence::computeHash(
+                    op, OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::IgnoreLocations));
+    });
+    SmallVector<func::FuncOp, 1> &same = tasksByHash[hash];
+    for (func::FuncOp earlier : same)
+      if (earlier.getFunctionType() == task.getFunctionType() &&
+          OperationEquivalence::isRegionEquivalentTo(
+              &earlier.getBody(), &task.getBody(),
+              OperationEquivalence::IgnoreLocations)) {
+        task.erase();
+        return earlier;
+      }
+    same.push_back(task);
+    return task;
+  }
+
   /// `attn_parallel_for_sized(n, work, min_work, fn, arg)`, declared once.
   func::FuncOp parallelFor(ModuleOp module, FunctionType taskType) {
     StringRef name = "attn_parallel_for_sized";
@@ -387,6 +421,7 @@ struct ParallelizeLoopsPass
         b.clone(op, map);
     }
     func::ReturnOp::create(b);
+    task = deduplicate(task);
 
     // The call site: the struct on the stack, then the pool or a direct
     // call for small loops.
