@@ -31,6 +31,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -85,8 +86,8 @@ cl::opt<std::string> headerFilename("header",
                                     cl::cat(attncCategory));
 cl::list<std::string> entryOption(
     "entry",
-    cl::desc("Generate only these entry points (default: all), e.g. "
-             "--entry forward,prefill,decode_step"),
+    cl::desc("Generate only these entry points and those they call "
+             "(default: all), e.g. --entry forward,prefill,decode_step"),
     cl::value_desc("a,b"), cl::CommaSeparated, cl::cat(attncCategory));
 cl::opt<bool> printIRAfterAll("print-ir-after-all",
                               cl::desc("Print the IR after every pass "
@@ -338,8 +339,9 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
   return success();
 }
 
-/// --entry: keeps only the entry points named (others become private, and
-/// disappear when nothing calls them). Fails with a usage message naming
+/// --entry: keeps only the entry points named and those they call
+/// (`train_step` calls `<loss>_grad`); the others become private, and
+/// disappear when nothing calls them. Fails with a usage message naming
 /// the entry points there are when a name is not one of them.
 LogicalResult selectEntryPoints(ModuleOp module) {
   if (entryOption.empty())
@@ -359,8 +361,26 @@ LogicalResult selectEntryPoints(ModuleOp module) {
                  "'; it has " + names);
       return failure();
     }
+  // The entry points asked for, and those they call (train_step calls
+  // <loss>_grad).
+  llvm::StringSet<> kept;
+  SmallVector<func::FuncOp> work;
+  for (func::FuncOp func : entries)
+    if (llvm::is_contained(entryOption, func.getSymName())) {
+      kept.insert(func.getSymName());
+      work.push_back(func);
+    }
+  while (!work.empty()) {
+    func::FuncOp func = work.pop_back_val();
+    func.walk([&](func::CallOp call) {
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
+      if (callee && callee.isPublic() && !callee.isExternal() &&
+          kept.insert(callee.getSymName()).second)
+        work.push_back(callee);
+    });
+  }
   for (func::FuncOp func : entries) {
-    if (llvm::is_contained(entryOption, func.getSymName()))
+    if (kept.contains(func.getSymName()))
       continue;
     if (SymbolTable::symbolKnownUseEmpty(func, module))
       func.erase();

@@ -83,6 +83,9 @@ static void buildLoopsPipeline(OpPassManager &pm,
   pm.addPass(createAttnBindParams());
   pm.addPass(createAttnBindKVCache());
   pm.addPass(createAttnFinalizeEntryPoints());
+  // Functions nothing calls any more: the loss of `attn.train` (dropped
+  // with it) when --entry did not ask for it.
+  pm.addPass(createSymbolDCEPass());
   pm.addPass(createConvertAttnToLinalg());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
