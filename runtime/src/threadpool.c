@@ -17,6 +17,15 @@
  * the process has cores does not spin: a spinning thread would hold the
  * core the thread it waits for needs.
  *
+ * Such a pool also pins each worker to a core of its own, the caller's core
+ * left out: Linux wakes a thread on the core of the thread that woke it
+ * when it can, and a worker woken onto the caller's core then shares it for
+ * as long as both stay busy. char_gpt's forward at B=1 on 2 threads spent
+ * whole phases at 11-12 ms a call (the 1-thread time) with both threads on
+ * one core, and 6.7 ms otherwise. The caller is not pinned: it is the
+ * application's thread, and the scheduler moves it off a pinned worker's
+ * core. ATTN_PIN_THREADS=0 leaves the workers unpinned.
+ *
  *===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE
@@ -176,6 +185,31 @@ static void *worker_main(void *p) {
   return NULL;
 }
 
+/* The cores workers are pinned to: those the process may run on, the
+   caller's first (no worker takes it); 0 when pinning is off or the
+   process's cores cannot be read. */
+static int32_t worker_cores(int *cores, int32_t max) {
+  const char *pin = getenv("ATTN_PIN_THREADS");
+  if (pin && pin[0] == '0')
+    return 0;
+  int32_t n = 0;
+#ifdef CPU_SET
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return 0;
+  int self = sched_getcpu();
+  if (self >= 0 && CPU_ISSET(self, &set))
+    cores[n++] = self;
+  for (int c = 0; c < CPU_SETSIZE && n < max; ++c)
+    if (CPU_ISSET(c, &set) && c != self)
+      cores[n++] = c;
+#else
+  (void)cores;
+  (void)max;
+#endif
+  return n;
+}
+
 void attn_pool_destroy(attn_pool *pool) {
   if (!pool)
     return;
@@ -215,13 +249,26 @@ attn_status attn_pool_create(int32_t num_threads, attn_pool **out) {
       return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
     }
   }
+  int cores[1024];
+  int32_t num_cores = pool->spin ? worker_cores(cores, 1024) : 0;
   for (int32_t i = 1; i < num_threads; ++i) {
     worker_arg *wa = malloc(sizeof *wa);
     int err = wa ? 0 : 1;
     if (wa) {
       wa->pool = pool;
       wa->index = i;
-      err = pthread_create(&pool->workers[i - 1], NULL, worker_main, wa);
+      pthread_attr_t attr;
+      pthread_attr_init(&attr);
+#ifdef CPU_SET
+      if (i < num_cores) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cores[i], &one);
+        pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+      }
+#endif
+      err = pthread_create(&pool->workers[i - 1], &attr, worker_main, wa);
+      pthread_attr_destroy(&attr);
       if (err)
         free(wa);
     }

@@ -7,12 +7,16 @@
  * longer than the spin (workers asleep) both see every index once and all
  * the caller's earlier writes. attn_parallel_for_sized (what generated code
  * calls) splits on the current pool from 2 iterations and min_work, and
- * makes one call on the whole range below that.
+ * makes one call on the whole range below that. With at most as many
+ * threads as cores, each worker is pinned to one core (not the caller's),
+ * unless ATTN_PIN_THREADS=0.
  *
  *===----------------------------------------------------------------------===*/
 
+#define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -181,7 +185,43 @@ static void test_threads(int32_t threads) {
   attn_pool_destroy(pool);
 }
 
+/* Records, per chunk, how many cores the thread running it may use. */
+typedef struct placement {
+  int allowed[2];
+} placement;
+
+static void where(void *arg, int64_t begin, int64_t end) {
+  placement *p = arg;
+  for (int64_t i = begin; i < end && i < 2; ++i) {
+    cpu_set_t set;
+    p->allowed[i] = sched_getaffinity(0, sizeof set, &set) == 0
+                        ? CPU_COUNT(&set)
+                        : -1;
+  }
+}
+
+static void test_pinning(void) {
+  cpu_set_t set;
+  if (attn_num_cores() < 2 || sched_getaffinity(0, sizeof set, &set) != 0)
+    return;
+  attn_pool *pool;
+  CHECK_OK(attn_pool_create(2, &pool));
+  placement p = {{0, 0}};
+  attn_parallel_for(pool, 2, where, &p);
+  CHECK(p.allowed[0] == CPU_COUNT(&set)); /* the caller: as it was */
+  CHECK(p.allowed[1] == 1);               /* the worker: one core */
+  attn_pool_destroy(pool);
+
+  setenv("ATTN_PIN_THREADS", "0", 1);
+  CHECK_OK(attn_pool_create(2, &pool));
+  attn_parallel_for(pool, 2, where, &p);
+  CHECK(p.allowed[1] == CPU_COUNT(&set));
+  attn_pool_destroy(pool);
+  unsetenv("ATTN_PIN_THREADS");
+}
+
 int main(void) {
+  test_pinning();
   test_threads(1);
   test_threads(2);
   test_threads(4);
