@@ -1,4 +1,4 @@
-//===- ParallelCodegen.cpp - LLVM optimisation and code generation on threads //
+//===- ParallelCodegen.cpp - LLVM code generation on threads --------------===//
 //
 // LLVM optimises and compiles one module on one thread, and that was 60 %
 // of gpt2_small's compile time. The module is split into parts

@@ -29,7 +29,15 @@ def AttnBindParams : Pass<"attn-bind-params", "::mlir::ModuleOp"> {
     written slot's last value is stored back into its subview with
     `bufferization.materialize_in_destination`.
     Reads and writes of a written buffer must be at the top level of the
-    function. The `attn.param` and `attn.train` ops stay for the code
+    function. `attn.get_param_buffer` and `attn.set_param_buffer` access a
+    whole buffer (the argument, or one slot spanning it); a function may not
+    access a written buffer both whole and per parameter. A call of another
+    entry point (`train_step` calling `<loss>_grad`) is taken out: its
+    results become arguments marked `attn.entry_call_result`, and the
+    caller's `attn.entry_call` attribute records the callee and, per callee
+    argument, the caller's argument passed, for attn-compose-entry-calls to
+    put the call back on buffers; the caller also takes the buffers the
+    callee uses. The `attn.param` and `attn.train` ops stay for the code
     generator to describe the model.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect",

@@ -10,7 +10,11 @@
 // write makes the written value the slot's current one, and the last value
 // is materialised back into the subview, which bufferisation turns into
 // nothing when the value was computed in place (the tests check that it
-// is). One tensor per slot rather than one chain of inserts per buffer:
+// is). `attn.get_param_buffer` / `attn.set_param_buffer` access a whole
+// buffer: the argument itself when read only, else one slot spanning it.
+// A call of another entry point (train_step's of `<loss>_grad`) is taken
+// out and recorded for attn-compose-entry-calls (kEntryCallAttr).
+// One tensor per slot rather than one chain of inserts per buffer:
 // one-shot bufferisation's analysis follows such a chain back for every
 // read of it, which made it cubic in the number of parameters (gpt2_small's
 // train_step: minutes).
@@ -54,7 +58,6 @@ func::FuncOp calledEntryPoint(func::CallOp call) {
   return callee;
 }
 
-/// The buffers `func`'s own get_param and set_param ops use.
 /// The buffer an access op (get_param, set_param and their whole-buffer
 /// forms) addresses, and whether it writes it; none for other ops.
 static std::optional<std::pair<int, bool>> paramAccess(Operation *op) {
