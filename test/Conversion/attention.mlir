@@ -35,13 +35,15 @@
 // CHECK: %[[E1:.*]] = arith.addi %[[E0]], %[[OFF]] : index
 // CHECK: %[[E2:.*]] = arith.maxsi %[[E1]], %[[C0]] : index
 // CHECK: %[[KEND:.*]] = arith.minsi %[[E2]], %[[S]] : index
-// CHECK: scf.for %[[S0:.*]] = %[[C0]] to %[[KEND]] step %[[KT]] iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x16xf32>)
-// CHECK: %[[KLEFT:.*]] = arith.subi %[[KEND]], %[[S0]] : index
-// CHECK: %[[COLS:.*]] = arith.minsi %[[KT]], %[[KLEFT]] : index
-// CHECK: tensor.extract_slice %[[K]][%[[B]], %[[H]], %[[S0]], 0] [1, 1, %[[COLS]], 16]
-// CHECK: tensor.extract_slice %[[V]][%[[B]], %[[H]], %[[S0]], 0] [1, 1, %[[COLS]], 16]
+// The full key tiles first, 64 keys each (the constant width makes their
+// shapes static once canonicalised), then the partial last tile:
+// CHECK: %[[KREM:.*]] = arith.remsi %[[KEND]], %[[KT]] : index
+// CHECK: %[[KFULL:.*]] = arith.subi %[[KEND]], %[[KREM]] : index
+// CHECK: scf.for %[[S0:.*]] = %{{.*}} to %[[KFULL]] step %[[KT]] iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x16xf32>)
+// CHECK: tensor.extract_slice %[[K]][%[[B]], %[[H]], %[[S0]], 0] [1, 1, %[[KT]], 16]
+// CHECK: tensor.extract_slice %[[V]][%[[B]], %[[H]], %[[S0]], 0] [1, 1, %[[KT]], 16]
 // The score block is at most 64 x 64:
-// CHECK: tensor.empty(%[[ROWS]], %[[COLS]]) : tensor<?x?xf32>
+// CHECK: tensor.empty(%[[ROWS]], %[[KT]]) : tensor<?x?xf32>
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
 // Scale, then mask key s0 + j above query t0 + i + (S - T) with -inf:
 // CHECK: linalg.generic
@@ -57,6 +59,13 @@
 // correction exp(m_old - m_new):
 // CHECK: arith.maximumf
 // CHECK: math.exp
+// CHECK: math.exp
+// CHECK: scf.yield
+// The partial tile: the keys left, the same steps.
+// CHECK: scf.for %[[S1:.*]] = %[[KFULL]] to %[[KEND]] step %[[KT]]
+// CHECK: %[[COLS:.*]] = arith.subi %[[KEND]], %[[S1]] : index
+// CHECK: tensor.extract_slice %[[K]][%[[B]], %[[H]], %[[S1]], 0] [1, 1, %[[COLS]], 16]
+// CHECK: tensor.empty(%[[ROWS]], %[[COLS]]) : tensor<?x?xf32>
 // CHECK: math.exp
 // CHECK: scf.yield
 // The output tile: acc / sum, 0 for a row with no visible key:

@@ -193,15 +193,12 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
                         end = arith::MaxSIOp::create(b, loc, end, zero);
                         keyEnd = arith::MinSIOp::create(b, loc, end, keys);
                       }
-                      auto keyLoop = scf::ForOp::create(
-                          b, loc, zero, keyEnd, keyTile,
-                          ValueRange{m0, l0, acc0},
-                          [&](OpBuilder &b, Location loc, Value s0,
+                      // Full key tiles have a static width (buildTileLoop).
+                      ValueRange keyResults = buildTileLoop(
+                          b, loc, keyEnd, keyTile, ValueRange{m0, l0, acc0},
+                          [&](OpBuilder &b, Location loc, Value s0, Value cols,
                               ValueRange state) {
                             Value m = state[0], sumExp = state[1], acc = state[2];
-                            Value cols = arith::MinSIOp::create(
-                                b, loc, keyTile,
-                                arith::SubIOp::create(b, loc, keyEnd, s0));
                             Value kTile = tileOf(b, loc, k, batch, head, s0, cols);
                             Value vTile = tileOf(b, loc, v, batch, head, s0, cols);
                             // scores[i, j] = q[i] . k[j]
@@ -373,8 +370,8 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
                             scf::YieldOp::create(
                                 b, loc, ValueRange{mNext, sumNext, accNext});
                           });
-                      Value lFinal = keyLoop.getResult(1);
-                      Value accFinal = keyLoop.getResult(2);
+                      Value lFinal = keyResults[1];
+                      Value accFinal = keyResults[2];
                       Value oInit = tensor::EmptyOp::create(
                           b, loc, SmallVector<OpFoldResult>{rows, valueDim},
                           element);

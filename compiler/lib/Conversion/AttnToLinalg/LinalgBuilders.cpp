@@ -186,4 +186,22 @@ Value applyActivation(OpBuilder &b, Location loc, Activation activation,
   llvm_unreachable("unknown activation");
 }
 
+ValueRange buildTileLoop(OpBuilder &b, Location loc, Value end, Value tile,
+                         ValueRange inits, TileBodyFn body) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value fullEnd = arith::SubIOp::create(
+      b, loc, end, arith::RemSIOp::create(b, loc, end, tile));
+  auto full = scf::ForOp::create(
+      b, loc, zero, fullEnd, tile, inits,
+      [&](OpBuilder &b, Location loc, Value start, ValueRange state) {
+        body(b, loc, start, tile, state);
+      });
+  auto partial = scf::ForOp::create(
+      b, loc, fullEnd, end, tile, full.getResults(),
+      [&](OpBuilder &b, Location loc, Value start, ValueRange state) {
+        body(b, loc, start, arith::SubIOp::create(b, loc, end, start), state);
+      });
+  return partial.getResults();
+}
+
 } // namespace attn

@@ -88,6 +88,21 @@ mlir::Value buildWithStatistics(mlir::OpBuilder &b, mlir::Location loc,
                                 int64_t axis, mlir::ValueRange perFeature,
                                 ScalarFn fn);
 
+/// The body of one tile of a loop made by buildTileLoop: the tile's first
+/// index and its width; it yields the next iteration values.
+using TileBodyFn = llvm::function_ref<void(
+    mlir::OpBuilder &, mlir::Location, mlir::Value start, mlir::Value width,
+    mlir::ValueRange state)>;
+
+/// `for (s = 0; s < end; s += tile)` carrying `inits`, as two loops: the
+/// full tiles, whose width `body` gets as the constant `tile` (static
+/// shapes, so the tile's element-wise ops and row reductions vectorise
+/// without masks), then the last, partial tile if there is one (width
+/// `end - s`). Returns the final values.
+mlir::ValueRange buildTileLoop(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value end, mlir::Value tile,
+                               mlir::ValueRange inits, TileBodyFn body);
+
 /// The maximum and the sum of `x` over `axis`.
 mlir::Value reduceMax(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                       int64_t axis);
