@@ -488,7 +488,9 @@ int writeObject(std::unique_ptr<llvm::Module> module,
                 const attn::CodegenOptions &options, llvm::StringRef modelName,
                 llvm::StringRef path) {
   unsigned jobs = codegenJobs();
-  if (jobs <= 1) {
+  // Standard output gets the one-thread object (the parts are joined into
+  // a file).
+  if (jobs <= 1 || path.empty() || path == "-") {
     if (int status = optimizeWhole(*module, options))
       return status;
     return writeMachineCode(*module, options, /*assembly=*/false, path);
@@ -515,7 +517,7 @@ int writeObject(std::unique_ptr<llvm::Module> module,
   }
   if (passCpuTimes)
     passCpuTimes->notePeakMemory("object");
-  // Each part in a temporary file, then `ld -r` into `path`.
+  // Each part in a temporary file, then `cc -r` into `path`.
   llvm::SmallVector<std::string> partPaths;
   llvm::SmallVector<llvm::FileRemover> removers;
   removers.reserve(objects->size());
