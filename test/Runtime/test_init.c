@@ -42,7 +42,7 @@ static const attn_param_info params[] = {
     {"n.std_only", 1, s_std, OFF_STD, ATTN_INIT_NORMAL, 1, a_std},
 };
 static const attn_model_info model = {ATTN_ABI_VERSION, "init_test", "host",
-                                      TOTAL, 6, params, 0, NULL};
+                                      TOTAL, 6, params, 0, NULL, 0, NULL};
 
 /* The same uniform parameter alone, at another offset and index. */
 static const attn_param_info alone_params[] = {
@@ -50,7 +50,8 @@ static const attn_param_info alone_params[] = {
     {"big.uniform", 2, s_uniform, 9, ATTN_INIT_UNIFORM, 2, a_uniform},
 };
 static const attn_model_info alone = {ATTN_ABI_VERSION, "alone", "host",
-                                      9 + N_UNIFORM, 2, alone_params, 0, NULL};
+                                      9 + N_UNIFORM, 2, alone_params, 0, NULL,
+                                      0, NULL};
 
 static void test_philox(void) {
   static const uint32_t ctr[3][4] = {
@@ -188,7 +189,7 @@ static void test_errors(void) {
   const char *names[] = {"'bias'", "'u'", "'n'", "'k'"};
   for (int k = 0; k < 4; ++k) {
     attn_model_info m = {ATTN_ABI_VERSION, "bad", "host", 10, 2, bad[k], 0,
-                         NULL};
+                         NULL, 0, NULL};
     attn_ctx *ctx;
     CHECK_OK(attn_ctx_create(&m, NULL, &ctx));
     attn_status st = attn_init_params(ctx, 1);

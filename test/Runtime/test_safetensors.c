@@ -25,7 +25,7 @@ static const attn_param_info params[] = {
     {"s", 0, NULL, 10, ATTN_INIT_NORMAL, 1, std1},
 };
 static const attn_model_info model = {ATTN_ABI_VERSION, "st_test", "host", 11,
-                                      3, params, 0, NULL};
+                                      3, params, 0, NULL, 0, NULL};
 
 static char dir[64];
 static char path_buf[256];

@@ -118,7 +118,8 @@ static void test_bad_tables(void) {
       {"", ATTN_ARG_SEED, ATTN_I32, 0, NULL, NULL, NULL, 0}};
   static const attn_tensor_info res[] = {
       {"", ATTN_ARG_INPUT, ATTN_F32, 0, NULL, NULL, NULL, 0}};
-  attn_entry_info entry = {"step", 2, args, 1, res, (void (*)(void))test_bad_tables};
+  attn_entry_info entry = {"step", 2, args, 1, res,
+                           (void (*)(void))test_bad_tables, 0, 0};
   attn_model_info m = {ATTN_ABI_VERSION, "bad", "host", 4, 1, p, 1, &entry, 0,
                        NULL};
   attn_ctx *ctx;

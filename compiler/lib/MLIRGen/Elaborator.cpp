@@ -383,7 +383,7 @@ EvalValue Elaborator::eval(const ast::Expr &expr, Frame &frame) {
     return EvalValue::poison();
   }
   ++evalDepth;
-  auto leave = llvm::make_scope_exit([&] { --evalDepth; });
+  llvm::scope_exit leave([&] { --evalDepth; });
   switch (expr.getKind()) {
   case ast::Expr::Kind::IntLit:
     return EvalValue::ofInt(cast<ast::IntLitExpr>(expr).getValue());
