@@ -60,17 +60,7 @@ FailureOr<llvm::SmallVector<llvm::SmallVector<char, 0>>>
 compileToObjects(std::unique_ptr<llvm::Module> module,
                  const CodegenOptions &options, unsigned jobs,
                  llvm::StringRef modelName, std::string &error) {
-  llvm::SmallVector<llvm::SmallVector<char, 0>> objects(1);
-  if (jobs <= 1) {
-    if (failed(optimizeLLVMModule(*module, options, error)))
-      return failure();
-    llvm::raw_svector_ostream os(objects.front());
-    if (failed(emitMachineCode(*module, options, /*assembly=*/false, os,
-                               error)))
-      return failure();
-    return objects;
-  }
-
+  assert(jobs >= 2 && "one thread compiles the module whole");
   for (llvm::GlobalValue &value : module->global_values())
     if (value.hasLocalLinkage() && value.hasName() && !value.isDeclaration())
       value.setName(modelName + "." + value.getName());
@@ -88,7 +78,7 @@ compileToObjects(std::unique_ptr<llvm::Module> module,
   // times the parallel step as one.
   CodegenOptions partOptions = options;
   partOptions.timers = nullptr;
-  objects.assign(parts.size(), {});
+  llvm::SmallVector<llvm::SmallVector<char, 0>> objects(parts.size());
   std::vector<std::string> errors(parts.size());
   std::atomic<size_t> next{0};
   std::vector<std::thread> threads;

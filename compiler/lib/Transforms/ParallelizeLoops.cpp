@@ -221,6 +221,9 @@ struct ParallelizeLoopsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // A pass instance may run on several modules (attnc-opt
+    // --split-input-file): tasks of an earlier one are gone.
+    tasksByHash.clear();
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.isPublic())
@@ -270,7 +273,7 @@ struct ParallelizeLoopsPass
     }
   }
 
-  /// Tasks made so far, by a hash of their bodies.
+  /// Tasks made so far in this module, by a hash of their bodies.
   llvm::DenseMap<size_t, SmallVector<func::FuncOp, 1>> tasksByHash;
 
   /// An earlier task with the same body as `task` (which is then erased),

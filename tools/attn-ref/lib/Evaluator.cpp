@@ -388,6 +388,26 @@ FailureOr<Tensor> Evaluator::getBuffer(ParamBufferKind buffer,
   return Tensor(*getDType(type->second), type->second.getShape());
 }
 
+/// The key of `buffer` of parameter `name` in `written`.
+static std::string writtenKey(ParamBufferKind buffer, StringRef name) {
+  return (Twine(static_cast<int>(buffer)) + ":" + name).str();
+}
+
+bool Evaluator::wasWritten(ParamBufferKind buffer, StringRef name) const {
+  return written.contains(writtenKey(buffer, name));
+}
+
+void Evaluator::storeParam(ParamBufferKind buffer, StringRef name,
+                           Tensor value) {
+  written.insert(writtenKey(buffer, name));
+  if (buffer == ParamBufferKind::Value) {
+    wroteValues = true;
+    parameters[name] = std::move(value);
+    return;
+  }
+  buffers[static_cast<int>(buffer) - 1][name] = std::move(value);
+}
+
 FailureOr<SmallVector<Tensor>> Evaluator::run(StringRef name,
                                               ArrayRef<Tensor> inputs) {
   auto function = module.lookupSymbol<func::FuncOp>(name);
@@ -579,10 +599,7 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
         return success();
       })
       .Case([&](GetParamOp getParam) -> LogicalResult {
-        std::string key = (Twine(static_cast<int>(getParam.getBuffer())) +
-                           ":" + getParam.getName())
-                              .str();
-        if (written.contains(key))
+        if (wasWritten(toKind(getParam.getBuffer()), getParam.getName()))
           return opError(op)
                  << "reads " << stringifyParamBuffer(getParam.getBuffer())
                  << " of '" << getParam.getName()
@@ -609,10 +626,7 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
         Tensor flat(DType::F32, {size});
         for (ParamSlot slot : slots) {
           StringRef name = slot.param.getSymName();
-          std::string key =
-              (Twine(static_cast<int>(getBuffer.getBuffer())) + ":" + name)
-                  .str();
-          if (written.contains(key))
+          if (wasWritten(toKind(getBuffer.getBuffer()), name))
             return opError(op)
                    << "reads " << stringifyParamBuffer(getBuffer.getBuffer())
                    << " after this call wrote it (a function reads a buffer "
@@ -633,23 +647,13 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
           return opError(op) << "writes " << flat.describe()
                              << " as the parameter buffer of " << size
                              << " elements";
-        ParamBufferKind kind = toKind(setBuffer.getBuffer());
         for (ParamSlot slot : slots) {
-          StringRef name = slot.param.getSymName();
           RankedTensorType type = slot.param.getTensorType();
           auto begin = flat.getData().begin() + slot.offset;
-          Tensor value(*getDType(type), type.getShape(),
-                       std::vector<double>(begin,
-                                           begin + type.getNumElements()));
-          written.insert(
-              (Twine(static_cast<int>(setBuffer.getBuffer())) + ":" + name)
-                  .str());
-          if (kind == ParamBufferKind::Value) {
-            wroteValues = true;
-            parameters[name] = std::move(value);
-          } else {
-            buffers[static_cast<int>(kind) - 1][name] = std::move(value);
-          }
+          storeParam(toKind(setBuffer.getBuffer()), slot.param.getSymName(),
+                     Tensor(*getDType(type), type.getShape(),
+                            std::vector<double>(
+                                begin, begin + type.getNumElements())));
         }
         return success();
       })
@@ -661,16 +665,7 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
           return opError(op) << "writes " << value.describe()
                              << " to parameter '" << setParam.getName()
                              << "'";
-        written.insert((Twine(static_cast<int>(setParam.getBuffer())) + ":" +
-                        setParam.getName())
-                           .str());
-        ParamBufferKind kind = toKind(setParam.getBuffer());
-        if (kind == ParamBufferKind::Value) {
-          wroteValues = true;
-          parameters[setParam.getName()] = value;
-          return success();
-        }
-        buffers[static_cast<int>(kind) - 1][setParam.getName()] = value;
+        storeParam(toKind(setParam.getBuffer()), setParam.getName(), value);
         return success();
       })
       .Case([&](arith::ConstantOp constant) -> LogicalResult {

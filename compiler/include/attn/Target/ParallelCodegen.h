@@ -14,11 +14,11 @@
 namespace attn {
 
 /// Optimises `module` (translateToLLVMIR's output) and compiles it to
-/// object code. With `jobs` > 1 the module is split into `jobs` parts,
-/// compiled on as many threads; the objects, one per part, then have to be
-/// linked together (`ld -r`): each part's functions that another part calls
-/// are hidden globals named `<modelName>.<name>`. With `jobs` <= 1, one
-/// object in which everything but the model's metadata and `main` is local.
+/// object code on `jobs` >= 2 threads (one thread: optimizeLLVMModule and
+/// emitMachineCode on the whole module). The module is split into parts;
+/// the objects, one per part, then have to be linked together (`cc -r`):
+/// each part's functions that another part calls are hidden globals named
+/// `<modelName>.<name>`.
 mlir::FailureOr<llvm::SmallVector<llvm::SmallVector<char, 0>>>
 compileToObjects(std::unique_ptr<llvm::Module> module,
                  const CodegenOptions &options, unsigned jobs,

@@ -320,32 +320,31 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
       (written ? memrefs : buffers)[i] = arg;
     }
 
-    // Reads of buffers the function only reads: slices of the argument.
-    SmallVector<GetParamOp> gets;
-    func.walk([&](GetParamOp get) { gets.push_back(get); });
-    for (GetParamOp get : gets) {
-      int i = static_cast<int>(get.getBuffer());
+    // Reads of buffers the function only reads: slices of the argument (a
+    // whole-buffer read: the argument itself).
+    SmallVector<Operation *> reads;
+    func.walk([&](Operation *op) {
+      if (isa<GetParamOp, GetParamBufferOp>(op))
+        reads.push_back(op);
+    });
+    for (Operation *op : reads) {
+      std::optional<std::pair<int, bool>> access = paramAccess(op);
+      int i = access->first;
       if (use.written[i])
         continue;
-      auto it = offsets.find(get.getName());
-      if (it == offsets.end())
-        return get.emitError("no parameter named ") << get.getName();
-      b.setInsertionPoint(get);
-      get.replaceAllUsesWith(readSlot(b, get.getLoc(), buffers[i], it->second,
-                                      cast<RankedTensorType>(get.getType())));
-      get.erase();
-    }
-    SmallVector<GetParamBufferOp> wholeGets;
-    func.walk([&](GetParamBufferOp get) { wholeGets.push_back(get); });
-    for (GetParamBufferOp get : wholeGets) {
-      int i = static_cast<int>(get.getBuffer());
-      if (use.written[i])
-        continue;
-      b.setInsertionPoint(get);
-      get.replaceAllUsesWith(tensor::CastOp::create(b, get.getLoc(),
-                                                    get.getType(), buffers[i])
-                                 .getResult());
-      get.erase();
+      b.setInsertionPoint(op);
+      auto type = cast<RankedTensorType>(op->getResult(0).getType());
+      Value read;
+      if (auto get = dyn_cast<GetParamOp>(op)) {
+        auto it = offsets.find(get.getName());
+        if (it == offsets.end())
+          return get.emitError("no parameter named ") << get.getName();
+        read = readSlot(b, get.getLoc(), buffers[i], it->second, type);
+      } else {
+        read = tensor::CastOp::create(b, op->getLoc(), type, buffers[i]);
+      }
+      op->getResult(0).replaceAllUsesWith(read);
+      op->erase();
     }
 
     // Written buffers, in block order: each slot accessed is a subview of

@@ -105,6 +105,11 @@ private:
                                                   unsigned depth);
   mlir::LogicalResult evaluate(mlir::Operation *op, Frame &frame,
                                unsigned depth);
+  /// Whether the running entry point wrote `buffer` of parameter `name`.
+  bool wasWritten(ParamBufferKind buffer, llvm::StringRef name) const;
+  /// attn.set_param's store: `value` becomes `buffer` of parameter `name`,
+  /// marked written.
+  void storeParam(ParamBufferKind buffer, llvm::StringRef name, Tensor value);
 
   mlir::ModuleOp module;
   EvaluatorOptions options;
