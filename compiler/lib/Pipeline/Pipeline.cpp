@@ -188,7 +188,7 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
   auto runs = [&](Stage stage) {
     return from < stage && stage <= options.lastStage;
   };
-  // attn-opt: local simplification. Fusion passes join here.
+  // attn-opt: local simplification and fusion.
   // `training` says the caller goes on to attn-grad (maybe in a later run
   // from attn-opt): the training entries' forward pass is taken before
   // canonicalisation folds away the loss's inference dropout, and is
@@ -201,6 +201,9 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
     pm.addPass(createCSEPass());
     pm.addPass(createAttnIncrementalDecoding());
     pm.addPass(createCanonicalizerPass());
+    // Activations and residual adds into the linear and norm ops that
+    // carry them, in every entry point (prefill and decode_step included).
+    pm.addPass(createAttnFuseEpilogues());
   }
   // attn-grad: the gradient and training-step entry points, with the forward
   // pass they recompute shared with the reverse pass by CSE.

@@ -1,7 +1,8 @@
 //===- Passes.td - Transformations of attn IR --------------*- tablegen -*-===//
 //
 // Passes from attn IR to attn IR: entry points the compiler derives
-// (incremental decoding, gradients and the training step).
+// (incremental decoding, gradients and the training step) and the fusion of
+// element-wise epilogues into the ops that carry them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +95,31 @@ def AttnAutodiff : Pass<"attn-autodiff", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def AttnFuseEpilogues : Pass<"attn-fuse-epilogues"> {
+  let summary = "Folds activations and residual adds into the linear and "
+                "norm ops that carry them";
+  let description = [{
+    Rewrites, wherever the inner op's result has no other use:
+
+    - `act(linear(x, w, b))` with `act` one of relu, gelu, gelu_tanh, silu,
+      tanh, sigmoid, and a linear without activation or residual, into
+      `linear x, w, b activation act`;
+    - `add(linear(...), r)` or `add(r, linear(...))`, for a linear without
+      residual and an `r` of the add's type (no broadcast), into
+      `linear ... residual r`;
+    - `layer_norm(add(a, r))` and `rms_norm(add(a, r))` without a residual,
+      with both addends of the norm's input type, into
+      `layer_norm a, ... residual r`.
+
+    Each rewrite computes the same values in the same order of operations
+    (the activation before the residual; the residual added to the norm's
+    input), so results do not change. The code generator then applies a
+    linear's epilogue to the product's register tiles and reads a norm's
+    two addends directly (docs/Codegen.md). A linear's activation is split
+    off again before differentiation, which needs the pre-activation.
+  }];
 }
 
 #endif // ATTN_DIALECT_TRANSFORMS_PASSES_TD
