@@ -19,9 +19,10 @@
 // CHECK:         %[[ROWS:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : tensor<?x?x32xf32> into tensor<?x32xf32>
 // CHECK:         %[[ZERO:.*]] = linalg.fill {{.*}} -> tensor<?x64xf32>
 // CHECK:         %[[P:.*]] = linalg.matmul indexing_maps = [#[[A]], #[[BT]], #[[C]]] ins(%[[ROWS]], %[[W]] : tensor<?x32xf32>, tensor<64x32xf32>) outs(%[[ZERO]] : tensor<?x64xf32>)
-// CHECK:         %[[E:.*]] = tensor.expand_shape %[[P]] {{\[}}[0, 1], [2]] output_shape [%[[D0]], %[[D1]], 64]
-// The epilogue (bias) element-wise after the product:
-// CHECK:         linalg.generic {{.*}} ins(%[[E]], %[[B]] : tensor<?x?x64xf32>, tensor<64xf32>)
+// The epilogue (bias) element-wise over the product's rows, where the
+// matrix-product kernel can apply it to its tiles, then the leading dims:
+// CHECK:         %[[Y:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[B]] : tensor<?x64xf32>, tensor<64xf32>)
+// CHECK:         tensor.expand_shape %[[Y]] {{\[}}[0, 1], [2]] output_shape [%[[D0]], %[[D1]], 64]
 func.func @linear(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<?x?x64xf32> {
   %0 = attn.linear %x, %w, %b : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
   return %0 : tensor<?x?x64xf32>

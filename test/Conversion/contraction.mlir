@@ -45,15 +45,19 @@ func.func @matmul(%x: tensor<?x?x32xf32>, %w: tensor<32x64xf32>, %q: tensor<?x1x
 // CHECK: {{linalg.matmul|linalg.generic}}
 // CHECK-SAME: ins(%{{[^,]*}}, %[[W]] : tensor<{{(\?x)+}}32xf32>, tensor<64x32xf32>)
 // CHECK-NOT: linalg.transpose
-// CHECK: %[[G:.*]] = linalg.generic
-// CHECK-SAME: ins(%{{[^,]*}}, %[[B]] : tensor<?x?x64xf32>, tensor<64xf32>)
+// The epilogue over the product's rows (the residual seen as rows too):
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{[^,]*}}, %[[B]] : tensor<?x64xf32>, tensor<64xf32>)
 // CHECK: arith.addf
 // CHECK: math.erf
+// CHECK: %[[G:.*]] = tensor.expand_shape
 // CHECK: {{linalg.matmul|linalg.generic}}
 // CHECK-SAME: ins(%{{[^,]*}}, %[[W2]] : tensor<{{(\?x)+}}64xf32>, tensor<32x64xf32>)
-// CHECK: %[[R:.*]] = linalg.generic
-// CHECK-SAME: ins(%{{[^,]*}}, %[[H]] : tensor<?x?x32xf32>, tensor<?x?x32xf32>)
+// CHECK: %[[HR:.*]] = tensor.collapse_shape %[[H]]
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{[^,]*}}, %[[HR]] : tensor<?x32xf32>, tensor<?x32xf32>)
 // CHECK: arith.addf
+// CHECK: %[[R:.*]] = tensor.expand_shape
 // A linear with nothing after the product is the product alone.
 // CHECK: {{linalg.matmul|linalg.generic}}
 // CHECK-SAME: ins(%{{[^,]*}}, %[[W3]] : tensor<{{(\?x)+}}32xf32>, tensor<8x32xf32>)

@@ -113,6 +113,10 @@ static void buildLoopsPipeline(OpPassManager &pm,
   // Code generation on buffers: matrix products as packed, register-tiled
   // vector loops; every other linalg op tiled along its innermost loop and
   // vectorised; what is left becomes scalar loops.
+  // Matrix products next to their zero fill and epilogue, before the
+  // temporaries are planned (the fused kernel reads A and B while it writes
+  // the epilogue's output, so they must not share memory).
+  pm.addNestedPass<func::FuncOp>(createGroupMatmulEpiloguesPass());
   pm.addNestedPass<func::FuncOp>(createReuseBuffersPass());
   pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
   pm.addPass(createMatmulToVectorPass(target));

@@ -41,19 +41,21 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MatmulMatch.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -66,69 +68,27 @@ namespace {
 constexpr int64_t kBlockN = 128;
 constexpr int64_t kBlockK = 512;
 
-struct MatmulOperands {
-  Value a, b, c;
-  /// B is stored as [N, K] (a linear layer's weight) rather than [K, N].
-  bool transposedB = false;
-  /// A is stored as [K, M] (dY in a weight gradient dY^T X) rather than
-  /// [M, K].
-  bool transposedA = false;
+/// What a kernel does besides C += A B: start from zeros instead of C, and
+/// apply an epilogue (MatmulMatch.h) to the finished tiles.
+struct KernelEpilogue {
+  /// The epilogue generic's body, cloned onto vectors.
+  Block *body = nullptr;
+  unsigned productInput = 0;
+  SmallVector<bool> rowVector;
+  /// The kernel's arguments: the extra inputs as matrices ([1, N] for a row
+  /// vector) and the output.
+  SmallVector<Value> extras;
+  Value out;
 };
-
-bool isF32Matrix(Value v) {
-  auto type = dyn_cast<MemRefType>(v.getType());
-  return type && type.getRank() == 2 && type.getElementType().isF32();
-}
-
-/// Whether `map` is exactly (d_dims[0], d_dims[1], ...).
-bool isDims(AffineMap map, ArrayRef<unsigned> dims) {
-  if (map.getNumResults() != dims.size())
-    return false;
-  for (auto [expr, dim] : llvm::zip(map.getResults(), dims)) {
-    auto d = dyn_cast<AffineDimExpr>(expr);
-    if (!d || d.getPosition() != dim)
-      return false;
-  }
-  return true;
-}
-
-/// Matches a 2-D f32 product C[m, n] += A[m, k] * B[k, n] or B[n, k] with
-/// buffer semantics, named or generic.
-std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
-      !linalg::isaContractionOpInterface(op))
-    return std::nullopt;
-  FailureOr<linalg::ContractionDimensions> dims =
-      linalg::inferContractionDims(op);
-  if (failed(dims) || !dims->batch.empty() || dims->m.size() != 1 ||
-      dims->n.size() != 1 || dims->k.size() != 1)
-    return std::nullopt;
-  unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  MatmulOperands operands{op.getDpsInputOperand(0)->get(),
-                          op.getDpsInputOperand(1)->get(),
-                          op.getDpsInitOperand(0)->get()};
-  if (!isF32Matrix(operands.a) || !isF32Matrix(operands.b) ||
-      !isF32Matrix(operands.c) || !isDims(maps[2], {m, n}))
-    return std::nullopt;
-  if (isDims(maps[0], {k, m}))
-    operands.transposedA = true;
-  else if (!isDims(maps[0], {m, k}))
-    return std::nullopt;
-  if (isDims(maps[1], {n, k}))
-    operands.transposedB = true;
-  else if (!isDims(maps[1], {k, n}))
-    return std::nullopt;
-  return operands;
-}
 
 class MatmulEmitter {
 public:
   MatmulEmitter(ImplicitLocOpBuilder &b, const MatmulOperands &operands,
-                VectorTarget target)
+                VectorTarget target, bool zeroInit,
+                const KernelEpilogue *epilogue)
       : b(b), ops(operands), lanes(target.lanes),
-        rows(target.registers >= 32 ? 8 : 6), cols(2 * target.lanes) {}
+        rows(target.registers >= 32 ? 8 : 6), cols(2 * target.lanes),
+        zeroInit(zeroInit), epilogue(epilogue) {}
 
   /// The product over columns [nBegin, nEnd) of C, at the builder's
   /// insertion point (the body of the kernel function).
@@ -191,6 +151,76 @@ public:
          [&](ImplicitLocOpBuilder &ib, Value m0) { rowGroup(ib, m0, 4); });
     loop(b, mFull, m, 1,
          [&](ImplicitLocOpBuilder &ib, Value m0) { rowGroup(ib, m0, 1); });
+    if (!epilogue)
+      return;
+    // The epilogue over the few rows just computed (still in cache), one
+    // vector at a time: the dot products end in scalars.
+    loop(b, index(0), m, 1, [&](ImplicitLocOpBuilder &ib, Value row) {
+      loop(ib, nBegin, nEnd, lanes, [&](ImplicitLocOpBuilder &jb, Value col) {
+        Value c = vector::TransferReadOp::create(
+            jb, vecType, ops.c, ValueRange{row, col}, zeroF,
+            ArrayRef<bool>{false});
+        storeEpilogue(jb, c, row, col, readRowVectors(jb, col));
+      });
+    });
+  }
+
+  /// The row-vector inputs of the epilogue at columns col..col+lanes.
+  SmallVector<Value> readRowVectors(ImplicitLocOpBuilder &ib, Value col) {
+    SmallVector<Value> values;
+    for (auto [extra, row] : llvm::zip(epilogue->extras, epilogue->rowVector))
+      values.push_back(row ? vector::TransferReadOp::create(
+                                 ib, vecType, extra,
+                                 ValueRange{index(ib, 0), col}, zeroF,
+                                 ArrayRef<bool>{false})
+                           : Value());
+    return values;
+  }
+
+  /// out[row, col..col+lanes] = epilogue(acc, inputs there); `rowVectors`
+  /// holds the row-vector inputs already read (null for the others).
+  void storeEpilogue(ImplicitLocOpBuilder &ib, Value acc, Value row, Value col,
+                     ArrayRef<Value> rowVectors) {
+    Block *body = epilogue->body;
+    IRMapping map;
+    unsigned e = 0;
+    for (BlockArgument arg : body->getArguments().drop_back()) {
+      if (arg.getArgNumber() == epilogue->productInput) {
+        map.map(arg, acc);
+        continue;
+      }
+      Value v = rowVectors[e];
+      if (!v)
+        v = vector::TransferReadOp::create(ib, vecType, epilogue->extras[e],
+                                           ValueRange{row, col}, zeroF,
+                                           ArrayRef<bool>{false});
+      map.map(arg, v);
+      ++e;
+    }
+    // Constants (inside the body or captured from outside) as splats.
+    auto lookup = [&](Value v) -> Value {
+      if (Value mapped = map.lookupOrNull(v))
+        return mapped;
+      auto constant = v.getDefiningOp<arith::ConstantOp>();
+      Value splat = arith::ConstantOp::create(
+          ib, DenseElementsAttr::get(VectorType::get({lanes}, v.getType()),
+                                     ArrayRef<Attribute>{constant.getValue()}));
+      map.map(v, splat);
+      return splat;
+    };
+    for (Operation &op : body->without_terminator()) {
+      if (isa<arith::ConstantOp>(op))
+        continue;
+      OperationState state(ib.getLoc(), op.getName());
+      for (Value operand : op.getOperands())
+        state.addOperands(lookup(operand));
+      state.addAttributes(op.getAttrs());
+      state.addTypes(VectorType::get({lanes}, op.getResult(0).getType()));
+      map.map(op.getResult(0), ib.create(state)->getResult(0));
+    }
+    vector::TransferWriteOp::create(
+        ib, lookup(body->getTerminator()->getOperand(0)), epilogue->out,
+        ValueRange{row, col}, ArrayRef<bool>{false});
   }
 
   void emitDotTile(ImplicitLocOpBuilder &ib, Value m0, int64_t mr, Value n0,
@@ -232,9 +262,13 @@ public:
       for (int64_t j = 0; j < nr; ++j) {
         Value sum = vector::ReductionOp::create(
             ib, vector::CombiningKind::ADD, acc[i * nr + j]);
-        Value c = memref::LoadOp::create(ib, ops.c,
-                                         ValueRange{rowIdx[i], colIdx[j]});
-        memref::StoreOp::create(ib, arith::AddFOp::create(ib, c, sum), ops.c,
+        if (!zeroInit)
+          sum = arith::AddFOp::create(
+              ib,
+              memref::LoadOp::create(ib, ops.c,
+                                     ValueRange{rowIdx[i], colIdx[j]}),
+              sum);
+        memref::StoreOp::create(ib, sum, ops.c,
                                 ValueRange{rowIdx[i], colIdx[j]});
       }
   }
@@ -293,7 +327,7 @@ public:
                                 ValueRange) {
                               ImplicitLocOpBuilder tib(loc, tb);
                               emitTile(tib, packed, panel, m0, n0, n1, k0, kc,
-                                       mr);
+                                       k, mr);
                               scf::YieldOp::create(tib);
                             });
                         scf::YieldOp::create(ob);
@@ -400,9 +434,12 @@ private:
   }
 
   /// One mr x cols register tile at rows m0.., columns n0 + n1.., over the
-  /// packed k block; A's elements from `panel` when A is stored [K, M].
+  /// packed k block [k0, k0 + kc) of [0, k); A's elements from `panel` when
+  /// A is stored [K, M]. With zeroInit the first block starts from zeros; with
+  /// an epilogue the last block stores epilogue(tile) into its output instead
+  /// of storing C.
   void emitTile(ImplicitLocOpBuilder &ib, Value packed, Value panel, Value m0,
-                Value n0, Value n1, Value k0, Value kc, int64_t mr) {
+                Value n0, Value n1, Value k0, Value kc, Value k, int64_t mr) {
     int64_t nv = cols / lanes;
     SmallVector<Value> rowIdx, colIdx;
     for (int64_t i = 0; i < mr; ++i)
@@ -411,12 +448,33 @@ private:
     for (int64_t j = 0; j < nv; ++j)
       colIdx.push_back(j ? arith::AddIOp::create(ib, nBase, index(ib, j * lanes))
                          : nBase);
+    auto readC = [&](ImplicitLocOpBuilder &rb) {
+      SmallVector<Value> tile;
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t j = 0; j < nv; ++j)
+          tile.push_back(vector::TransferReadOp::create(
+              rb, vecType, ops.c, ValueRange{rowIdx[i], colIdx[j]}, zeroF,
+              ArrayRef<bool>{false}));
+      return tile;
+    };
     SmallVector<Value> acc;
-    for (int64_t i = 0; i < mr; ++i)
-      for (int64_t j = 0; j < nv; ++j)
-        acc.push_back(vector::TransferReadOp::create(
-            ib, vecType, ops.c, ValueRange{rowIdx[i], colIdx[j]}, zeroF,
-            ArrayRef<bool>{false}));
+    if (zeroInit) {
+      Value first = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq, k0,
+                                          index(ib, 0));
+      auto init = scf::IfOp::create(
+          ib, SmallVector<Type>(mr * nv, vecType), first,
+          /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(ib);
+      ib.setInsertionPointToStart(init.thenBlock());
+      Value zeros = arith::ConstantOp::create(
+          ib, DenseElementsAttr::get(vecType, ib.getF32FloatAttr(0)));
+      scf::YieldOp::create(ib, SmallVector<Value>(mr * nv, zeros));
+      ib.setInsertionPointToStart(init.elseBlock());
+      scf::YieldOp::create(ib, readC(ib));
+      acc.assign(init.getResults().begin(), init.getResults().end());
+    } else {
+      acc = readC(ib);
+    }
     auto loop = scf::ForOp::create(
         ib, index(ib, 0), kc, index(ib, 1), acc,
         [&](OpBuilder &kb, Location loc, Value kk, ValueRange state) {
@@ -443,16 +501,36 @@ private:
           }
           scf::YieldOp::create(lb, next);
         });
-    for (int64_t i = 0; i < mr; ++i)
-      for (int64_t j = 0; j < nv; ++j)
-        vector::TransferWriteOp::create(ib, loop.getResult(i * nv + j), ops.c,
-                                        ValueRange{rowIdx[i], colIdx[j]},
-                                        ArrayRef<bool>{false});
+    auto storeC = [&](ImplicitLocOpBuilder &sb) {
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t j = 0; j < nv; ++j)
+          vector::TransferWriteOp::create(sb, loop.getResult(i * nv + j),
+                                          ops.c,
+                                          ValueRange{rowIdx[i], colIdx[j]},
+                                          ArrayRef<bool>{false});
+    };
+    if (!epilogue)
+      return storeC(ib);
+    Value last = arith::CmpIOp::create(
+        ib, arith::CmpIPredicate::eq, arith::AddIOp::create(ib, k0, kc), k);
+    auto branch = scf::IfOp::create(ib, last, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(ib);
+    ib.setInsertionPointToStart(branch.thenBlock());
+    for (int64_t j = 0; j < nv; ++j) {
+      SmallVector<Value> rowVectors = readRowVectors(ib, colIdx[j]);
+      for (int64_t i = 0; i < mr; ++i)
+        storeEpilogue(ib, loop.getResult(i * nv + j), rowIdx[i], colIdx[j],
+                      rowVectors);
+    }
+    ib.setInsertionPointToStart(branch.elseBlock());
+    storeC(ib);
   }
 
   ImplicitLocOpBuilder &b;
   MatmulOperands ops;
   int64_t lanes, rows, cols;
+  bool zeroInit;
+  const KernelEpilogue *epilogue;
   Type f32;
   VectorType vecType;
   Value zeroF;
@@ -465,14 +543,6 @@ MemRefType kernelOperandType(MLIRContext *context) {
   return MemRefType::get(
       {d, d}, Float32Type::get(context),
       StridedLayoutAttr::get(context, d, ArrayRef<int64_t>{d, 1}));
-}
-
-bool hasUnitInnerStride(Value v) {
-  auto type = cast<MemRefType>(v.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  return succeeded(type.getStridesAndOffset(strides, offset)) &&
-         strides.back() == 1;
 }
 
 struct MatmulToVectorPass
@@ -498,16 +568,26 @@ struct MatmulToVectorPass
   }
 
   /// The kernel function for A stored as [M, K] or [K, M] and B as [K, N]
-  /// or [N, K]: one per module, internal, shared by every product of that
+  /// or [N, K], starting from C or from zeros, with or without an epilogue:
+  /// one per module and kind, internal, shared by every product of that
   /// kind:
-  ///   (A, B, C, nBegin, nEnd) computes C[:, nBegin:nEnd] += A * B.
-  func::FuncOp kernel(ModuleOp module, bool transposedA, bool transposedB) {
+  ///   (A, B, C, nBegin, nEnd, E1..En, Out) computes C[:, nBegin:nEnd] += A
+  ///   * B (C = A * B with `zeroInit`), or, with an epilogue, Out[:,
+  ///   nBegin:nEnd] = epilogue(A * B, E1..En) (C then holds partial sums
+  ///   when K spans several blocks, and is not written otherwise).
+  /// `epilogueIndex` numbers the module's distinct epilogues (-1: none).
+  func::FuncOp kernel(ModuleOp module, const MatmulOperands &operands,
+                      bool zeroInit, const Epilogue *epilogue,
+                      int epilogueIndex) {
     std::string name = (llvm::Twine("__attn_sgemm_") +
-                        (transposedA ? "t" : "n") + (transposedB ? "t" : "n") +
-                        "_" +
+                        (operands.transposedA ? "t" : "n") +
+                        (operands.transposedB ? "t" : "n") + "_" +
                         llvm::Twine(static_cast<int64_t>(lanes)) + "x" +
-                        llvm::Twine(static_cast<int64_t>(registers)))
+                        llvm::Twine(static_cast<int64_t>(registers)) +
+                        (zeroInit ? "_z" : ""))
                            .str();
+    if (epilogue)
+      name += "_e" + std::to_string(epilogueIndex);
     if (auto existing = module.lookupSymbol<func::FuncOp>(name))
       return existing;
     MLIRContext *context = module.getContext();
@@ -515,8 +595,10 @@ struct MatmulToVectorPass
     Location loc = module.getLoc();
     MemRefType operand = kernelOperandType(context);
     Type index = mb.getIndexType();
-    auto type = mb.getFunctionType({operand, operand, operand, index, index},
-                                   {});
+    SmallVector<Type> inputs = {operand, operand, operand, index, index};
+    if (epilogue)
+      inputs.append(epilogue->extras.size() + 1, operand);
+    auto type = mb.getFunctionType(inputs, {});
     auto func = func::FuncOp::create(mb, loc, name, type);
     func.setPrivate();
     // Internal linkage: every model object has its own copy.
@@ -526,8 +608,20 @@ struct MatmulToVectorPass
     ImplicitLocOpBuilder b(loc, context);
     b.setInsertionPointToStart(entry);
     MatmulOperands ops{entry->getArgument(0), entry->getArgument(1),
-                       entry->getArgument(2), transposedB, transposedA};
-    MatmulEmitter(b, ops, VectorTarget{lanes, registers})
+                       entry->getArgument(2), operands.transposedB,
+                       operands.transposedA};
+    KernelEpilogue kernelEpilogue;
+    if (epilogue) {
+      kernelEpilogue.body =
+          &const_cast<linalg::GenericOp &>(epilogue->op).getRegion().front();
+      kernelEpilogue.productInput = epilogue->productInput;
+      kernelEpilogue.rowVector = epilogue->rowVector;
+      auto args = entry->getArguments().drop_front(5);
+      kernelEpilogue.extras.assign(args.begin(), args.end() - 1);
+      kernelEpilogue.out = args.back();
+    }
+    MatmulEmitter(b, ops, VectorTarget{lanes, registers}, zeroInit,
+                  epilogue ? &kernelEpilogue : nullptr)
         .emit(entry->getArgument(3), entry->getArgument(4));
     func::ReturnOp::create(b);
     return func;
@@ -557,9 +651,10 @@ struct MatmulToVectorPass
   }
 
   /// The loop body the pool runs, `void task(void *arg, int64_t begin,
-  /// int64_t end)`: `arg` holds the descriptors of A, B and C; [begin, end)
-  /// is a range of column tiles (2 * lanes columns each).
-  func::FuncOp task(ModuleOp module, func::FuncOp kernel) {
+  /// int64_t end)`: `arg` holds the descriptors of the kernel's buffers (A,
+  /// B, C, then the epilogue's); [begin, end) is a range of column tiles
+  /// (2 * lanes columns each).
+  func::FuncOp task(ModuleOp module, func::FuncOp kernel, int32_t buffers) {
     std::string name = (kernel.getName() + "_task").str();
     if (auto existing = module.lookupSymbol<func::FuncOp>(name))
       return existing;
@@ -577,10 +672,10 @@ struct MatmulToVectorPass
     ImplicitLocOpBuilder b(loc, context);
     b.setInsertionPointToStart(entry);
     Type desc = descriptorType(context);
-    auto argsType = LLVM::LLVMArrayType::get(desc, 3);
+    auto argsType = LLVM::LLVMArrayType::get(desc, buffers);
     MemRefType operand = kernelOperandType(context);
     SmallVector<Value> operands;
-    for (int32_t i = 0; i < 3; ++i) {
+    for (int32_t i = 0; i < buffers; ++i) {
       Value field = LLVM::GEPOp::create(
           b, ptr, argsType, entry->getArgument(0),
           ArrayRef<LLVM::GEPArg>{0, i});
@@ -596,7 +691,7 @@ struct MatmulToVectorPass
     Value nBegin = arith::MulIOp::create(b, toIndex(entry->getArgument(1)), cols);
     Value nEnd = arith::MinSIOp::create(
         b, n, arith::MulIOp::create(b, toIndex(entry->getArgument(2)), cols));
-    operands.append({nBegin, nEnd});
+    operands.insert(operands.begin() + 3, {nBegin, nEnd});
     func::CallOp::create(b, kernel, operands);
     func::ReturnOp::create(b);
     return func;
@@ -615,13 +710,16 @@ struct MatmulToVectorPass
     if (auto existing = module.lookupSymbol<func::FuncOp>(name))
       return existing;
     MLIRContext *context = module.getContext();
-    func::FuncOp body = task(module, kernel);
+    // The kernel's buffers: all its arguments but nBegin and nEnd.
+    int32_t buffers = kernel.getNumArguments() - 2;
+    func::FuncOp body = task(module, kernel, buffers);
     func::FuncOp pfor = parallelFor(module, body.getFunctionType());
     OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
     Location loc = module.getLoc();
     MemRefType operand = kernelOperandType(context);
     auto func = func::FuncOp::create(
-        mb, loc, name, mb.getFunctionType({operand, operand, operand}, {}));
+        mb, loc, name,
+        mb.getFunctionType(SmallVector<Type>(buffers, operand), {}));
     func.setPrivate();
     func->setAttr("llvm.linkage",
                   LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
@@ -659,12 +757,11 @@ struct MatmulToVectorPass
           ImplicitLocOpBuilder ib(loc, tb);
           Type ptr = LLVM::LLVMPointerType::get(context);
           Type desc = descriptorType(context);
-          auto argsType = LLVM::LLVMArrayType::get(desc, 3);
+          auto argsType = LLVM::LLVMArrayType::get(desc, buffers);
           Value one = LLVM::ConstantOp::create(ib, ib.getI64Type(),
                                                ib.getI64IntegerAttr(1));
           Value args = LLVM::AllocaOp::create(ib, ptr, argsType, one, 8);
-          SmallVector<Value> buffers = {a, bm, c};
-          for (auto [i, v] : llvm::enumerate(buffers)) {
+          for (auto [i, v] : llvm::enumerate(entry->getArguments())) {
             Value d = UnrealizedConversionCastOp::create(ib, desc, v).getResult(0);
             Value field = LLVM::GEPOp::create(
                 ib, ptr, argsType, args,
@@ -681,7 +778,9 @@ struct MatmulToVectorPass
         },
         [&](OpBuilder &eb, Location loc) {
           ImplicitLocOpBuilder ib(loc, eb);
-          func::CallOp::create(ib, kernel, ValueRange{a, bm, c, zero, n});
+          SmallVector<Value> operands = {a, bm, c, zero, n};
+          llvm::append_range(operands, entry->getArguments().drop_front(3));
+          func::CallOp::create(ib, kernel, operands);
           scf::YieldOp::create(ib);
         });
     func::ReturnOp::create(b);
@@ -692,30 +791,75 @@ struct MatmulToVectorPass
     ModuleOp module = getOperation();
     SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
     module.walk([&](linalg::LinalgOp op) {
-      std::optional<MatmulOperands> operands = matchMatmul(op);
-      if (operands && hasUnitInnerStride(operands->a) &&
-          hasUnitInnerStride(operands->b) && hasUnitInnerStride(operands->c))
+      if (std::optional<MatmulOperands> operands = matchMatmul(op))
         products.emplace_back(op, *operands);
     });
     MemRefType operand = kernelOperandType(module.getContext());
+    // The module's distinct epilogues, numbered in order of appearance.
+    llvm::StringMap<int> epilogueIndex;
     for (auto &[op, operands] : products) {
-      func::FuncOp callee =
-          kernel(module, operands.transposedA, operands.transposedB);
+      // A zero fill of C right before the product (attn-group-matmul-
+      // epilogues puts it there): the kernel starts from zeros instead.
+      auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      bool zeroInit = fill && fill.hasPureBufferSemantics() &&
+                      fill.getDpsInitOperand(0)->get() == operands.c &&
+                      matchPattern(fill.getDpsInputOperand(0)->get(),
+                                   m_PosZeroFloat());
+      // An epilogue the grouping pass marked, right after the product.
+      std::optional<Epilogue> epilogue;
+      if (auto next = dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());
+          next && next->hasAttr(kMatmulEpilogueAttr))
+        epilogue = matchEpilogue(next, operands.c);
+      int index = -1;
+      if (epilogue)
+        index = epilogueIndex.try_emplace(epilogue->key, epilogueIndex.size())
+                    .first->second;
+      func::FuncOp callee = kernel(module, operands, zeroInit,
+                                   epilogue ? &*epilogue : nullptr, index);
       ImplicitLocOpBuilder b(op.getLoc(), op);
-      auto cast = [&](Value v) -> Value {
-        return memref::CastOp::create(b, operand, v);
+      // One cast per buffer (the output may be C or an input).
+      DenseMap<Value, Value> casts;
+      auto castOperand = [&](Value v) -> Value {
+        Value &cast = casts[v];
+        if (!cast)
+          cast = memref::CastOp::create(b, operand, v);
+        return cast;
       };
-      SmallVector<Value> args = {cast(operands.a), cast(operands.b),
-                                 cast(operands.c)};
+      SmallVector<Value> buffers = {castOperand(operands.a),
+                                    castOperand(operands.b),
+                                    castOperand(operands.c)};
+      if (epilogue) {
+        for (auto [extra, row] :
+             llvm::zip(epilogue->extras, epilogue->rowVector)) {
+          if (row) {
+            // A row vector [N] as the matrix [1, N].
+            auto type = cast<MemRefType>(extra.getType());
+            extra = memref::ExpandShapeOp::create(
+                b, ArrayRef<int64_t>{1, type.getDimSize(0)}, extra,
+                ArrayRef<ReassociationIndices>{{0, 1}},
+                ArrayRef<OpFoldResult>{
+                    b.getIndexAttr(1),
+                    memref::getMixedSize(b, b.getLoc(), extra, 0)});
+          }
+          buffers.push_back(castOperand(extra));
+        }
+        buffers.push_back(castOperand(epilogue->out));
+      }
       if (threads) {
         func::CallOp::create(
-            b, dispatcher(module, callee, operands.transposedA), args);
+            b, dispatcher(module, callee, operands.transposedA), buffers);
       } else {
+        SmallVector<Value> args(buffers.begin(), buffers.begin() + 3);
         args.push_back(arith::ConstantIndexOp::create(b, 0));
         args.push_back(memref::DimOp::create(b, operands.c, 1));
+        args.append(buffers.begin() + 3, buffers.end());
         func::CallOp::create(b, callee, args);
       }
+      if (epilogue)
+        epilogue->op->erase();
       op->erase();
+      if (zeroInit)
+        fill->erase();
     }
   }
 

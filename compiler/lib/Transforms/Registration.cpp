@@ -16,6 +16,7 @@ void registerPlanArenaPass();
 void registerParallelizeLoopsPass();
 void registerLowerDynamicReshapesPass();
 void registerComposeEntryCallsPass();
+void registerGroupMatmulEpiloguesPass();
 
 void registerAttnCodegenPasses() {
   registerMatmulToVectorPass();
@@ -28,6 +29,7 @@ void registerAttnCodegenPasses() {
   registerParallelizeLoopsPass();
   registerLowerDynamicReshapesPass();
   registerComposeEntryCallsPass();
+  registerGroupMatmulEpiloguesPass();
 }
 
 VectorTarget vectorTargetFor(llvm::StringRef target) {

@@ -34,6 +34,12 @@ VectorTarget vectorTargetFor(llvm::StringRef target);
 /// it. Reshapes are not propagated (the products stay 2-D matmuls).
 std::unique_ptr<mlir::Pass> createFuseElementwisePass();
 
+/// `attn-group-matmul-epilogues`: on buffers, before the temporaries are
+/// planned, a matrix product moves next to the zero fill of its result and
+/// to the element-wise op reading it (marked `attn.matmul_epilogue`), which
+/// attn-matmul-to-vector then folds into its kernel.
+std::unique_ptr<mlir::Pass> createGroupMatmulEpiloguesPass();
+
 /// `attn-reuse-buffers`: on buffers, temporaries of one type and the same
 /// dynamic sizes whose lifetimes (alloc to dealloc in one block) do not
 /// overlap share one allocation, so a forward pass mallocs (and the kernel

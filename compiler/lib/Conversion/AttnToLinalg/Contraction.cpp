@@ -219,35 +219,33 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     // in place through the matmul's indexing maps.
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, x);
     sizes.back() = tensor::getMixedSize(rewriter, loc, weight, 0);
-    Value product = fromMatrix(
-        rewriter, loc,
-        matmul2D(rewriter, loc, asMatrix(rewriter, loc, x), weight,
-                 /*transposedA=*/false, /*transposedB=*/true),
-        type, sizes);
-    // Epilogue: activation(y + bias) + residual.
+    Value product = matmul2D(rewriter, loc, asMatrix(rewriter, loc, x), weight,
+                             /*transposedA=*/false, /*transposedB=*/true);
+    // Epilogue: activation(y + bias) + residual, on the product's 2-D rows
+    // (the residual seen as a matrix too), where the matrix-product kernel
+    // can apply it to its register tiles (attn-group-matmul-epilogues).
     Value bias = adaptor.getBias(), residual = adaptor.getResidual();
     Activation activation = op.getActivation();
-    if (!bias && !residual && activation == Activation::none) {
-      rewriter.replaceOp(op, product);
-      return success();
+    if (bias || residual || activation != Activation::none) {
+      SmallVector<Value> operands = {product};
+      if (bias)
+        operands.push_back(bias);
+      if (residual)
+        operands.push_back(asMatrix(rewriter, loc, residual));
+      product = buildElementwise(
+          rewriter, loc, cast<RankedTensorType>(product.getType()), operands,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value y = args[0];
+            unsigned next = 1;
+            if (bias)
+              y = arith::AddFOp::create(b, l, y, args[next++]);
+            y = applyActivation(b, l, activation, y);
+            if (residual)
+              y = arith::AddFOp::create(b, l, y, args[next]);
+            return y;
+          });
     }
-    SmallVector<Value> operands = {product};
-    if (bias)
-      operands.push_back(bias);
-    if (residual)
-      operands.push_back(residual);
-    rewriter.replaceOp(
-        op, buildElementwise(rewriter, loc, type, operands,
-                             [&](OpBuilder &b, Location l, ValueRange args) {
-                               Value y = args[0];
-                               unsigned next = 1;
-                               if (bias)
-                                 y = arith::AddFOp::create(b, l, y, args[next++]);
-                               y = applyActivation(b, l, activation, y);
-                               if (residual)
-                                 y = arith::AddFOp::create(b, l, y, args[next]);
-                               return y;
-                             }));
+    rewriter.replaceOp(op, fromMatrix(rewriter, loc, product, type, sizes));
     return success();
   }
 };

@@ -1,0 +1,153 @@
+//===- GroupMatmulEpilogues.cpp - A product next to its fill and epilogue -===//
+//
+// `attn-group-matmul-epilogues`: on buffers, before the temporaries are
+// planned (attn-reuse-buffers, attn-plan-arena), a matrix product C += A B
+// is moved next to what attn-matmul-to-vector can fold into its kernel:
+//  - the `linalg.fill` of zeros into C before it: the kernel then starts
+//    its accumulators at zero instead of reading C;
+//  - the element-wise op reading C after it (a linear's bias, activation
+//    and residual, MatmulMatch.h), which is marked `attn.matmul_epilogue`:
+//    the kernel applies it to each register tile of the last K block and
+//    stores the result in the epilogue's output, without storing C first.
+// Moving the product down to its epilogue keeps A and B alive until the
+// epilogue's output is allocated, so that the planning passes never give
+// that output the memory of A or B, which the fused kernel still reads
+// while it writes the output.
+//
+// A product moves only past ops that write no memory, an epilogue is only
+// marked when nothing but the fill, the product and the epilogue reads C
+// (unless the epilogue writes its result into C), and the output does not
+// share a buffer with A, B, or, other than element for element, with an
+// input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BufferUses.h"
+#include "MatmulMatch.h"
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Pass/Pass.h"
+
+using namespace mlir;
+
+namespace attn {
+namespace {
+
+/// Whether `op` reads or writes through its buffer operand rather than
+/// only viewing it, measuring it or freeing it.
+bool touchesData(Operation *op) {
+  return !isa<ViewLikeOpInterface, memref::CastOp, memref::CollapseShapeOp,
+              memref::ExpandShapeOp, memref::DimOp, memref::DeallocOp>(op);
+}
+
+/// Whether `op` writes or frees no memory (allocating is fine).
+bool writesNothing(Operation *op) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+           op->getNumRegions() == 0;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  return llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Read, MemoryEffects::Allocate>(e.getEffect());
+  });
+}
+
+struct GroupMatmulEpiloguesPass
+    : PassWrapper<GroupMatmulEpiloguesPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GroupMatmulEpiloguesPass)
+
+  StringRef getArgument() const override {
+    return "attn-group-matmul-epilogues";
+  }
+  StringRef getDescription() const override {
+    return "Moves matrix products next to their zero fill and element-wise "
+           "epilogue, and marks the epilogues attn-matmul-to-vector fuses";
+  }
+
+  void runOnOperation() override {
+    SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (std::optional<MatmulOperands> operands = matchMatmul(op))
+        products.emplace_back(op, *operands);
+    });
+    for (auto &[product, operands] : products)
+      group(product, operands);
+  }
+
+  void group(linalg::LinalgOp product, const MatmulOperands &operands) {
+    Block *block = product->getBlock();
+    Value c = operands.c;
+    // The ops of this block that read or write C's buffer, in order.
+    SmallVector<Operation *> users;
+    collectUsers(rootBuffer(c), users);
+    SmallVector<Operation *> before, after;
+    for (Operation *user : users) {
+      if (!touchesData(user) || user == product)
+        continue;
+      Operation *top = block->findAncestorOpInBlock(*user);
+      if (!top || top == product)
+        return;
+      (top->isBeforeInBlock(product) ? before : after).push_back(top);
+    }
+    auto byPosition = [](Operation *x, Operation *y) {
+      return x->isBeforeInBlock(y);
+    };
+    llvm::sort(before, byPosition);
+    llvm::sort(after, byPosition);
+
+    // The zero fill: the last access to C before the product.
+    if (!before.empty())
+      if (auto fill = dyn_cast<linalg::FillOp>(before.back()))
+        if (fill.hasPureBufferSemantics() &&
+            fill.getDpsInitOperand(0)->get() == c &&
+            matchPattern(fill.getDpsInputOperand(0)->get(),
+                         m_PosZeroFloat()))
+          fill->moveBefore(product);
+
+    // The epilogue: the first access after the product.
+    if (after.empty())
+      return;
+    auto generic = dyn_cast<linalg::GenericOp>(after.front());
+    if (!generic)
+      return;
+    std::optional<Epilogue> epilogue = matchEpilogue(generic, c);
+    if (!epilogue)
+      return;
+    Value out = epilogue->out, outRoot = rootBuffer(out);
+    if (out != c && (after.size() > 1 || outRoot == rootBuffer(c)))
+      return;
+    if (outRoot == rootBuffer(operands.a) || outRoot == rootBuffer(operands.b))
+      return;
+    for (Value extra : epilogue->extras)
+      if (extra != out && rootBuffer(extra) == outRoot)
+        return;
+    for (Operation *op = product->getNextNode(); op != generic;
+         op = op->getNextNode())
+      if (!writesNothing(op))
+        return;
+    Operation *fill = product->getPrevNode();
+    bool zeroFill = fill && isa<linalg::FillOp>(fill) &&
+                    fill->getOperand(1) == c;
+    product->moveBefore(generic);
+    if (zeroFill)
+      fill->moveBefore(product);
+    generic->setAttr(kMatmulEpilogueAttr, UnitAttr::get(&getContext()));
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createGroupMatmulEpiloguesPass() {
+  return std::make_unique<GroupMatmulEpiloguesPass>();
+}
+
+void registerGroupMatmulEpiloguesPass() {
+  PassRegistration<GroupMatmulEpiloguesPass>();
+}
+
+} // namespace attn

@@ -1,0 +1,177 @@
+//===- MatmulMatch.cpp - Matrix products and their epilogues on buffers ---===//
+
+#include "MatmulMatch.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace attn {
+namespace {
+
+bool isF32Memref(Value v, int64_t rank) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.getRank() == rank && type.getElementType().isF32();
+}
+
+bool hasUnitInnerStride(Value v) {
+  auto type = cast<MemRefType>(v.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides.back() == 1;
+}
+
+/// Whether `map` is exactly (d_dims[0], d_dims[1], ...).
+bool isDims(AffineMap map, ArrayRef<unsigned> dims) {
+  if (map.getNumResults() != dims.size())
+    return false;
+  for (auto [expr, dim] : llvm::zip(map.getResults(), dims)) {
+    auto d = dyn_cast<AffineDimExpr>(expr);
+    if (!d || d.getPosition() != dim)
+      return false;
+  }
+  return true;
+}
+
+/// The body's ops as text in which values are numbered by position (block
+/// arguments `a<i>`, results `r<j>`, outside constants by their value), so
+/// that two bodies computing the same function of their arguments have the
+/// same key. Empty when the body uses anything else from outside, or ops
+/// that are not scalar arith/math.
+std::string bodyKey(Block &body) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  llvm::DenseMap<Value, unsigned> results;
+  auto name = [&](Value v) -> bool {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() != &body)
+        return false;
+      os << " a" << arg.getArgNumber();
+      return true;
+    }
+    if (auto it = results.find(v); it != results.end()) {
+      os << " r" << it->second;
+      return true;
+    }
+    auto constant = v.getDefiningOp<arith::ConstantOp>();
+    if (!constant || isa<ShapedType>(v.getType()))
+      return false;
+    os << " c(" << constant.getValue() << ")";
+    return true;
+  };
+  for (Operation &op : body) {
+    if (auto yield = dyn_cast<linalg::YieldOp>(op)) {
+      os << " yield";
+      if (yield.getNumOperands() != 1 || !name(yield.getOperand(0)))
+        return "";
+      continue;
+    }
+    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
+        op.getNumRegions() != 0 || op.getNumResults() != 1 ||
+        isa<ShapedType>(op.getResult(0).getType()))
+      return "";
+    os << " " << op.getName() << op.getAttrDictionary() << " :";
+    for (Value operand : op.getOperands())
+      if (!name(operand))
+        return "";
+    os << " -> " << op.getResult(0).getType() << ";";
+    results[op.getResult(0)] = results.size();
+  }
+  return key;
+}
+
+} // namespace
+
+std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
+      !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || !dims->batch.empty() || dims->m.size() != 1 ||
+      dims->n.size() != 1 || dims->k.size() != 1)
+    return std::nullopt;
+  unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  MatmulOperands operands{op.getDpsInputOperand(0)->get(),
+                          op.getDpsInputOperand(1)->get(),
+                          op.getDpsInitOperand(0)->get()};
+  for (Value v : {operands.a, operands.b, operands.c})
+    if (!isF32Memref(v, 2) || !hasUnitInnerStride(v))
+      return std::nullopt;
+  if (!isDims(maps[2], {m, n}))
+    return std::nullopt;
+  if (isDims(maps[0], {k, m}))
+    operands.transposedA = true;
+  else if (!isDims(maps[0], {m, k}))
+    return std::nullopt;
+  if (isDims(maps[1], {n, k}))
+    operands.transposedB = true;
+  else if (!isDims(maps[1], {k, n}))
+    return std::nullopt;
+  return operands;
+}
+
+std::optional<Epilogue> matchEpilogue(linalg::GenericOp op, Value c) {
+  if (!op.hasPureBufferSemantics() || op.getNumLoops() != 2 ||
+      op.getNumDpsInits() != 1 ||
+      op.getNumParallelLoops() != op.getNumLoops())
+    return std::nullopt;
+  Epilogue epilogue;
+  epilogue.op = op;
+  epilogue.out = op.getDpsInitOperand(0)->get();
+  if (!isF32Memref(epilogue.out, 2) || !hasUnitInnerStride(epilogue.out) ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity())
+    return std::nullopt;
+  Block &body = op.getRegion().front();
+  if (!body.getArguments().back().use_empty())
+    return std::nullopt;
+  bool seenProduct = false;
+  std::string kinds;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value v = input->get();
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (v == c && !seenProduct && map.isIdentity()) {
+      seenProduct = true;
+      epilogue.productInput = input->getOperandNumber();
+      kinds += "p";
+      continue;
+    }
+    bool full = map.isIdentity() && isF32Memref(v, 2);
+    bool row = isDims(map, {1}) && isF32Memref(v, 1);
+    if ((!full && !row) || !hasUnitInnerStride(v))
+      return std::nullopt;
+    epilogue.extras.push_back(v);
+    epilogue.rowVector.push_back(row);
+    kinds += row ? "r" : "f";
+  }
+  if (!seenProduct)
+    return std::nullopt;
+  std::string key = bodyKey(body);
+  if (key.empty())
+    return std::nullopt;
+  epilogue.key = kinds + ":" + key;
+  return epilogue;
+}
+
+Value rootBuffer(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      value = view.getViewSource();
+    else if (isa<memref::CastOp, memref::CollapseShapeOp,
+                 memref::ExpandShapeOp>(def))
+      value = def->getOperand(0);
+    else
+      break;
+  }
+  return value;
+}
+
+} // namespace attn

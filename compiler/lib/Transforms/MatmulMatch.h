@@ -1,0 +1,67 @@
+//===- MatmulMatch.h - Matrix products and their epilogues on buffers ----*- C++ -*-===//
+//
+// What attn-group-matmul-epilogues and attn-matmul-to-vector agree on: which
+// linalg ops are 2-D f32 matrix products the kernels compute, and which
+// element-wise op after a product is an epilogue the kernels can apply to
+// their register tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_TRANSFORMS_MATMULMATCH_H
+#define ATTN_LIB_TRANSFORMS_MATMULMATCH_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+#include <string>
+
+namespace attn {
+
+struct MatmulOperands {
+  mlir::Value a, b, c;
+  /// B is stored as [N, K] (a linear layer's weight) rather than [K, N].
+  bool transposedB = false;
+  /// A is stored as [K, M] (dY in a weight gradient dY^T X) rather than
+  /// [M, K].
+  bool transposedA = false;
+};
+
+/// A 2-D f32 product C[m, n] += A[m, k] * B[k, n] (or B[n, k], A[k, m]) with
+/// buffer semantics, named or generic, every operand with a unit innermost
+/// stride.
+std::optional<MatmulOperands> matchMatmul(mlir::linalg::LinalgOp op);
+
+/// An element-wise op `out[m, n] = f(C[m, n], e1, ..., en)` over the product
+/// C: a 2-D all-parallel linalg.generic on buffers reading C once through
+/// the identity map, every other input a full f32 matrix [M, N] (identity
+/// map) or a row vector [N] broadcast over the rows (a bias), writing one
+/// f32 matrix, with a body of scalar arith and math ops that uses only its
+/// arguments and constants (not the output's old value).
+struct Epilogue {
+  mlir::linalg::GenericOp op;
+  /// The inputs other than C, in order, and whether each is a row vector.
+  llvm::SmallVector<mlir::Value> extras;
+  llvm::SmallVector<bool> rowVector;
+  mlir::Value out;
+  /// The input position of C.
+  unsigned productInput = 0;
+  /// Equal for two epilogues with the same body, input kinds and order:
+  /// one kernel serves both.
+  std::string key;
+};
+
+std::optional<Epilogue> matchEpilogue(mlir::linalg::GenericOp op,
+                                      mlir::Value c);
+
+/// The buffer `value` is a view of (through subviews, views, casts and
+/// reshapes), or `value` itself.
+mlir::Value rootBuffer(mlir::Value value);
+
+/// The attribute attn-group-matmul-epilogues puts on an epilogue it placed
+/// right after its product (MatmulToVector fuses only those).
+inline constexpr llvm::StringLiteral kMatmulEpilogueAttr =
+    "attn.matmul_epilogue";
+
+} // namespace attn
+
+#endif // ATTN_LIB_TRANSFORMS_MATMULMATCH_H
