@@ -183,3 +183,38 @@ func.func @ones_in_place(%a: memref<64x64xf32>, %b: memref<64x64xf32>,
   memref.dealloc %c : memref<64x64xf32>
   return
 }
+
+// -----
+
+// A tile loop's zero init that CSE merged with one outside the loop, copied
+// at every tile by bufferisation: the copy becomes a fill, so the product
+// starts from zeros.
+// GROUP-LABEL: func.func @copied_zeros
+// GROUP:         scf.for
+// GROUP-NEXT:      %[[T:.*]] = memref.alloc
+// GROUP-NOT:       memref.copy
+// GROUP:           linalg.fill ins(%{{.*}} : f32) outs(%[[T]] :
+// GROUP-NEXT:      linalg.matmul
+// CHECK-LABEL: func.func @copied_zeros
+// CHECK:         scf.for
+// CHECK-NOT:       memref.copy
+// CHECK:           call @__attn_sgemm_nn_16x32_z_parallel(
+func.func @copied_zeros(%a: memref<64x64xf32>, %b: memref<64x64xf32>,
+                        %out: memref<64x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zeros = memref.alloc() : memref<64x64xf32>
+  linalg.fill ins(%zero : f32) outs(%zeros : memref<64x64xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %t = memref.alloc() : memref<64x64xf32>
+    memref.copy %zeros, %t : memref<64x64xf32> to memref<64x64xf32>
+    linalg.matmul ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%t : memref<64x64xf32>)
+    linalg.add ins(%t, %out : memref<64x64xf32>, memref<64x64xf32>) outs(%out : memref<64x64xf32>)
+    memref.dealloc %t : memref<64x64xf32>
+  }
+  linalg.copy ins(%zeros : memref<64x64xf32>) outs(%out : memref<64x64xf32>)
+  memref.dealloc %zeros : memref<64x64xf32>
+  return
+}

@@ -14,6 +14,10 @@
 // that output the memory of A or B, which the fused kernel still reads
 // while it writes the output.
 //
+// First, a copy of a buffer that only a fill writes becomes that fill (CSE
+// merges a tile loop's zero init with one outside the loop, and
+// bufferisation copies it at every tile).
+//
 // A product moves only past ops that write no memory, an epilogue is only
 // marked when nothing but the fill, the product and the epilogue reads C
 // (unless the epilogue writes its result into C), and the output does not
@@ -70,6 +74,8 @@ struct GroupMatmulEpiloguesPass
   }
 
   void runOnOperation() override {
+    getOperation().walk(
+        [&](memref::CopyOp copy) { copyOfFillAsFill(copy); });
     SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
     getOperation().walk([&](linalg::LinalgOp op) {
       if (std::optional<MatmulOperands> operands = matchMatmul(op))
@@ -77,6 +83,48 @@ struct GroupMatmulEpiloguesPass
     });
     for (auto &[product, operands] : products)
       group(product, operands);
+  }
+
+  /// A copy of a buffer that only a `linalg.fill` writes becomes that fill
+  /// of the destination. Inside a tile loop CSE merges a tile's zero init
+  /// with an equal one outside the loop, and bufferisation then copies that
+  /// buffer at every tile; as a fill, the product's kernel can start from
+  /// zeros and a reduction's init is no copy.
+  void copyOfFillAsFill(memref::CopyOp copy) {
+    auto alloc = copy.getSource().getDefiningOp<memref::AllocOp>();
+    if (!alloc || copy.getSource().getType() != copy.getTarget().getType())
+      return;
+    linalg::FillOp fill;
+    for (Operation *user : alloc->getUsers()) {
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      if (auto f = dyn_cast<linalg::FillOp>(user)) {
+        if (fill || !f.hasPureBufferSemantics())
+          return;
+        fill = f;
+        continue;
+      }
+      // Reads only: copies from it and ops that take it as an input.
+      if (auto c = dyn_cast<memref::CopyOp>(user)) {
+        if (c.getSource() != alloc.getResult())
+          return;
+        continue;
+      }
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
+      if (!linalgOp || llvm::any_of(linalgOp.getDpsInitsMutable(),
+                                    [&](OpOperand &init) {
+                                      return init.get() == alloc.getResult();
+                                    }))
+        return;
+    }
+    if (!fill || fill->getBlock() != alloc->getBlock() ||
+        !fill->isBeforeInBlock(
+            alloc->getBlock()->findAncestorOpInBlock(*copy)))
+      return;
+    OpBuilder b(copy);
+    linalg::FillOp::create(b, copy.getLoc(), fill.getDpsInputOperand(0)->get(),
+                           copy.getTarget());
+    copy->erase();
   }
 
   void group(linalg::LinalgOp product, const MatmulOperands &operands) {
