@@ -159,12 +159,15 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // AVX2-COUNT-12:      vector.fma {{.*}} : vector<8xf32>
 
 // The kernel for A stored [K, M]: for each 8-row tile, the tile's column
-// block of A (8 contiguous values per k) is copied into a 512 x 8 panel,
-// which the tile's broadcasts then read.
+// block of A (8 contiguous values per k) is copied into a 256 x 8 panel
+// (K blocks of 256, column blocks of 512 for this kind), which the tile's
+// broadcasts then read.
 // CHECK-LABEL: func.func private @__attn_sgemm_tn_16x32(
-// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<512x8xf32>
+// CHECK:         memref.alloca() {alignment = 64 : i64} : memref<256x8xf32>
+// CHECK:         scf.for {{.*}} step %c512
+// CHECK:           scf.for {{.*}} step %c256
 // CHECK:         vector.transfer_read {{.*}} {in_bounds = [true]} : memref<?x?xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
-// CHECK-NEXT:    vector.transfer_write {{.*}} : vector<8xf32>, memref<512x8xf32>
-// CHECK:         memref.load {{.*}} : memref<512x8xf32>
+// CHECK-NEXT:    vector.transfer_write {{.*}} : vector<8xf32>, memref<256x8xf32>
+// CHECK:         memref.load {{.*}} : memref<256x8xf32>
 // CHECK-NEXT:    vector.broadcast
 // CHECK:         vector.fma

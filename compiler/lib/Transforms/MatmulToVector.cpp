@@ -5,8 +5,8 @@
 // stored transposed, as a weight gradient dY^T X reads dY[rows, out]) becomes
 // the loop nest that reached OpenBLAS on this machine (MLIR22-NOTES):
 //
-//   for n0 in [0, N) step NC:              NC = 128
-//     for k0 in [0, K) step KC:            KC = 512
+//   for n0 in [0, N) step NC:              NC = 128 (512 for A as [K, M])
+//     for k0 in [0, K) step KC:            KC = 512 (256 for A as [K, M])
 //       pack B[k0:k0+KC, n0:n0+NC] into a 64-byte-aligned KC x NC buffer,
 //         zero-padded to whole register tiles (transposing W on the way)
 //       for m0 in [0, M - M % MR) step MR:  MR x NR register tile, NR = 2 lanes
@@ -64,9 +64,17 @@ namespace attn {
 namespace {
 
 /// Outer block sizes (MLIR22-NOTES): a packed B block of 512 x 128 f32 is
-/// 256 KiB, which stays in the 2 MiB L2 while rows of A stream through L1.
+/// 256 KiB, which stays in L2 while rows of A stream through L1.
 constexpr int64_t kBlockN = 128;
 constexpr int64_t kBlockK = 512;
+/// With A stored [K, M] (weight gradients) each register tile's rows of A
+/// are first copied into a panel, once per column block of B: blocks of
+/// 256 x 512 copy each panel for 16 register tiles instead of 4. gpt2_small's
+/// weight gradients at 2048 tokens went from 82-91 to 92-99 GFLOP/s on one
+/// thread (fc: 157 to 177 on two); the other kinds measured no better with
+/// these sizes.
+constexpr int64_t kBlockNTransposedA = 512;
+constexpr int64_t kBlockKTransposedA = 256;
 
 /// What a kernel does besides C += A B: start from zeros instead of C, and
 /// apply an epilogue (MatmulMatch.h) to the finished tiles.
@@ -275,15 +283,17 @@ public:
 
   /// The packed, register-tiled product (the file comment's loop nest).
   void emitPacked(Value nBegin, Value nEnd) {
+    int64_t blockN = ops.transposedA ? kBlockNTransposedA : kBlockN;
+    int64_t blockK = ops.transposedA ? kBlockKTransposedA : kBlockK;
     Value zero = index(0);
     Value m = rowsOfA();
     Value k = memref::DimOp::create(b, ops.a, ops.transposedA ? 0 : 1);
     // The pack holds one block, or less when N or K is smaller (attention's
     // products need a few KiB, not 256): on the stack of this call.
-    Value packRows = arith::MinSIOp::create(b, index(kBlockK),
+    Value packRows = arith::MinSIOp::create(b, index(blockK),
                                             roundUp(b, k, lanes));
     Value packCols = arith::MinSIOp::create(
-        b, index(kBlockN), roundUp(b, arith::SubIOp::create(b, nEnd, nBegin), cols));
+        b, index(blockN), roundUp(b, arith::SubIOp::create(b, nEnd, nBegin), cols));
     auto packType =
         MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
     Value packed = memref::AllocaOp::create(b, packType,
@@ -294,23 +304,23 @@ public:
     Value panel;
     if (ops.transposedA)
       panel = memref::AllocaOp::create(
-          b, MemRefType::get({kBlockK, rows}, f32), ValueRange{},
+          b, MemRefType::get({blockK, rows}, f32), ValueRange{},
           b.getI64IntegerAttr(64));
     // Rows covered by whole MR-row tiles.
     Value fullRows = arith::SubIOp::create(
         b, m, arith::RemSIOp::create(b, m, index(rows)));
     scf::ForOp::create(
-        b, nBegin, nEnd, index(kBlockN), ValueRange{},
+        b, nBegin, nEnd, index(blockN), ValueRange{},
         [&](OpBuilder &nb, Location loc, Value n0, ValueRange) {
           ImplicitLocOpBuilder ib(loc, nb);
           Value nc = arith::MinSIOp::create(
-              ib, index(kBlockN), arith::SubIOp::create(ib, nEnd, n0));
+              ib, index(blockN), arith::SubIOp::create(ib, nEnd, n0));
           scf::ForOp::create(
-              ib, zero, k, index(kBlockK), ValueRange{},
+              ib, zero, k, index(blockK), ValueRange{},
               [&](OpBuilder &kb, Location loc, Value k0, ValueRange) {
                 ImplicitLocOpBuilder jb(loc, kb);
                 Value kc = arith::MinSIOp::create(
-                    jb, index(kBlockK), arith::SubIOp::create(jb, k, k0));
+                    jb, index(blockK), arith::SubIOp::create(jb, k, k0));
                 // Whole register tiles of columns (the pack is zero-padded).
                 Value ncTiles = roundUp(jb, nc, cols);
                 emitPack(jb, packed, n0, k0, nc, kc, ncTiles);
