@@ -19,11 +19,16 @@
 // CHECK: %[[DQ0:.*]] = linalg.fill {{.*}} -> tensor<2x4x256x16xf32>
 // CHECK: scf.for %[[B:[^ ]*]] = {{.*}} iter_args(%{{.*}} = %[[DQ0]],
 // CHECK: scf.for %[[H:[^ ]*]] =
-// Pass 1: per query tile, an online max / sum over the visible key tiles.
+// Pass 1: per query tile, an online max / sum over the visible key tiles:
+// the full 64-key tiles (a static width), then the partial last one.
 // CHECK: %[[STATS:.*]]:2 = scf.for %[[T0:.*]] = %[[C0]] to %{{.*}} step %[[QT]]
 // CHECK: arith.maxsi
 // CHECK-NEXT: %[[KEND:.*]] = arith.minsi
-// CHECK: scf.for %{{.*}} = %[[C0]] to %[[KEND]] step
+// CHECK: %[[KREM:.*]] = arith.remsi %[[KEND]], %{{.*}}
+// CHECK: %[[KFULL:.*]] = arith.subi %[[KEND]], %[[KREM]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[KFULL]] step
+// CHECK: math.exp
+// CHECK: scf.for %{{.*}} = %[[KFULL]] to %[[KEND]] step
 // CHECK: math.exp
 // CHECK: math.log
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[T0]]] [%{{.*}}] [1] : tensor<?xf32> into tensor<?xf32>

@@ -227,13 +227,12 @@ struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
                       Value l0 = filledTensor(b, loc, rowType, {rows},
                                               b.getFloatAttr(element, 0));
                       Value keyEnd = keyEndFor(b, loc, t0, rows);
-                      auto keyLoop = scf::ForOp::create(
-                          b, loc, zero, keyEnd, keyTile, ValueRange{m0, l0},
-                          [&](OpBuilder &b, Location loc, Value s0,
+                      // Full key tiles have a static width (buildTileLoop),
+                      // so their element-wise ops vectorise without masks.
+                      ValueRange keyResults = buildTileLoop(
+                          b, loc, keyEnd, keyTile, ValueRange{m0, l0},
+                          [&](OpBuilder &b, Location loc, Value s0, Value cols,
                               ValueRange state) {
-                            Value cols = arith::MinSIOp::create(
-                                b, loc, keyTile,
-                                arith::SubIOp::create(b, loc, keyEnd, s0));
                             Value kTile = tileOf(b, loc, k, batch, head, s0, cols);
                             Value scores = contract(b, loc, qTile, kTile,
                                                     map3({d0, d2}), map3({d1, d2}),
@@ -302,7 +301,7 @@ struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
                           });
                       // L = m + log(l); 0 for a query that sees no key.
                       Value lseTile = buildElementwise(
-                          b, loc, rowType, {keyLoop.getResult(0), keyLoop.getResult(1)},
+                          b, loc, rowType, {keyResults[0], keyResults[1]},
                           [&](OpBuilder &nb, Location l, ValueRange a) {
                             Value none = arith::CmpFOp::create(
                                 nb, l, arith::CmpFPredicate::OEQ, a[1], zeroF);
