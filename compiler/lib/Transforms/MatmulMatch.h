@@ -1,4 +1,4 @@
-//===- MatmulMatch.h - Matrix products and their epilogues on buffers ----*- C++ -*-===//
+//===- MatmulMatch.h - Matrix products and epilogues on buffers -*- C++ -*-===//
 //
 // What attn-group-matmul-epilogues and attn-matmul-to-vector agree on: which
 // linalg ops are 2-D f32 matrix products the kernels compute, and which

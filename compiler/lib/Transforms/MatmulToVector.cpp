@@ -587,7 +587,7 @@ struct MatmulToVectorPass
   ///   when K spans several blocks, and is not written otherwise).
   /// `epilogueIndex` numbers the module's distinct epilogues (-1: none).
   func::FuncOp kernel(ModuleOp module, const MatmulOperands &operands,
-                      bool zeroInit, const Epilogue *epilogue,
+                      bool zeroInit, Epilogue *epilogue,
                       int epilogueIndex) {
     std::string name = (llvm::Twine("__attn_sgemm_") +
                         (operands.transposedA ? "t" : "n") +
@@ -622,8 +622,7 @@ struct MatmulToVectorPass
                        operands.transposedA};
     KernelEpilogue kernelEpilogue;
     if (epilogue) {
-      kernelEpilogue.body =
-          &const_cast<linalg::GenericOp &>(epilogue->op).getRegion().front();
+      kernelEpilogue.body = &epilogue->op.getRegion().front();
       kernelEpilogue.productInput = epilogue->productInput;
       kernelEpilogue.rowVector = epilogue->rowVector;
       auto args = entry->getArguments().drop_front(5);
