@@ -22,9 +22,14 @@
  * when it can, and a worker woken onto the caller's core then shares it for
  * as long as both stay busy. char_gpt's forward at B=1 on 2 threads spent
  * whole phases at 11-12 ms a call (the 1-thread time) with both threads on
- * one core, and 6.7 ms otherwise. The caller is not pinned: it is the
- * application's thread, and the scheduler moves it off a pinned worker's
- * core. ATTN_PIN_THREADS=0 leaves the workers unpinned.
+ * one core, and 6.7 ms otherwise. The caller is the application's thread
+ * and stays unpinned, but a loop that finds it on a worker's core (where
+ * the scheduler put it back after another process ran) moves it to the core
+ * it had when the pool was made for the loop, and then gives it back its
+ * affinity: with the 1-thread process's calls just before each 2-thread
+ * run, as `make bench` does, char_gpt's 2-thread forward at B=1 went from a
+ * median of 8.4-9.0 to 7.6-7.7 ms a call (two interleaved runs of 50 calls
+ * each). ATTN_PIN_THREADS=0 leaves every thread unpinned.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -63,6 +68,12 @@ struct attn_pool {
   void *arg;
   int64_t n;
   int32_t chunks;
+  /* Pinned workers: the caller's core when the pool was made (-1: not
+     pinned) and the workers' cores. */
+  int caller_core;
+#ifdef CPU_SET
+  cpu_set_t worker_set;
+#endif
 };
 
 /* How long a thread spins before it sleeps: about a decode step's gap
@@ -251,6 +262,13 @@ attn_status attn_pool_create(int32_t num_threads, attn_pool **out) {
   }
   int cores[1024];
   int32_t num_cores = pool->spin ? worker_cores(cores, 1024) : 0;
+  pool->caller_core = num_cores >= num_threads && num_threads > 1 ? cores[0]
+                                                                  : -1;
+#ifdef CPU_SET
+  CPU_ZERO(&pool->worker_set);
+  for (int32_t i = 1; i < num_threads && i < num_cores; ++i)
+    CPU_SET(cores[i], &pool->worker_set);
+#endif
   for (int32_t i = 1; i < num_threads; ++i) {
     worker_arg *wa = malloc(sizeof *wa);
     int err = wa ? 0 : 1;
@@ -308,6 +326,20 @@ void attn_parallel_for(attn_pool *pool, int64_t n, attn_loop_fn fn,
     return;
   }
   int32_t chunks = n < pool->num_threads ? (int32_t)n : pool->num_threads;
+#ifdef CPU_SET
+  /* On a pinned worker's core, the caller would share it with that worker
+     for the whole loop: run the loop on the caller's own core. */
+  cpu_set_t saved;
+  int moved = 0;
+  int self = pool->caller_core >= 0 ? sched_getcpu() : -1;
+  if (self >= 0 && CPU_ISSET(self, &pool->worker_set) &&
+      sched_getaffinity(0, sizeof saved, &saved) == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(pool->caller_core, &one);
+    moved = sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+#endif
   pthread_mutex_lock(&pool->mu);
   pool->fn = fn;
   pool->arg = arg;
@@ -331,5 +363,9 @@ void attn_parallel_for(attn_pool *pool, int64_t n, attn_loop_fn fn,
       pthread_cond_wait(&pool->done_cv, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
   }
+#ifdef CPU_SET
+  if (moved)
+    sched_setaffinity(0, sizeof saved, &saved);
+#endif
   pthread_mutex_unlock(&pool->submit);
 }

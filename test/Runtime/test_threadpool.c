@@ -9,7 +9,8 @@
  * calls) splits on the current pool from 2 iterations and min_work, and
  * makes one call on the whole range below that. With at most as many
  * threads as cores, each worker is pinned to one core (not the caller's),
- * unless ATTN_PIN_THREADS=0.
+ * unless ATTN_PIN_THREADS=0; a caller found on a worker's core runs the loop
+ * on its own core and gets its affinity back afterwards.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -185,9 +186,11 @@ static void test_threads(int32_t threads) {
   attn_pool_destroy(pool);
 }
 
-/* Records, per chunk, how many cores the thread running it may use. */
+/* Records, per chunk, how many cores the thread running it may use and the
+   core it runs on. */
 typedef struct placement {
   int allowed[2];
+  int cpu[2];
 } placement;
 
 static void where(void *arg, int64_t begin, int64_t end) {
@@ -197,7 +200,15 @@ static void where(void *arg, int64_t begin, int64_t end) {
     p->allowed[i] = sched_getaffinity(0, sizeof set, &set) == 0
                         ? CPU_COUNT(&set)
                         : -1;
+    p->cpu[i] = sched_getcpu();
   }
+}
+
+static void pin_self(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
 }
 
 static void test_pinning(void) {
@@ -206,10 +217,24 @@ static void test_pinning(void) {
     return;
   attn_pool *pool;
   CHECK_OK(attn_pool_create(2, &pool));
-  placement p = {{0, 0}};
+  placement p = {{0, 0}, {-1, -1}};
   attn_parallel_for(pool, 2, where, &p);
-  CHECK(p.allowed[0] == CPU_COUNT(&set)); /* the caller: as it was */
-  CHECK(p.allowed[1] == 1);               /* the worker: one core */
+  /* The caller: as it was, or moved to its own core for the loop if the
+     scheduler had put it on the worker's. */
+  CHECK(p.allowed[0] == CPU_COUNT(&set) || p.allowed[0] == 1);
+  CHECK(p.allowed[1] == 1); /* the worker: one core */
+  int worker = p.cpu[1];
+
+  /* A caller on the worker's core runs its chunk on another core, then has
+     its own affinity again. */
+  pin_self(worker);
+  attn_parallel_for(pool, 2, where, &p);
+  CHECK(p.cpu[0] != worker && p.allowed[0] == 1);
+  CHECK(p.cpu[1] == worker);
+  cpu_set_t after;
+  CHECK(sched_getaffinity(0, sizeof after, &after) == 0);
+  CHECK(CPU_COUNT(&after) == 1 && CPU_ISSET(worker, &after));
+  CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
   attn_pool_destroy(pool);
 
   setenv("ATTN_PIN_THREADS", "0", 1);
