@@ -159,6 +159,29 @@ func.func @out_is_a(%a: memref<64x64xf32>, %b: memref<64x64xf32>,
   return
 }
 
+// C read twice by the element-wise op: the second read would be C's
+// memory, which the fused kernel does not fill.
+// GROUP-LABEL: func.func @c_twice
+// GROUP-NOT:     attn.matmul_epilogue
+// CHECK-LABEL: func.func @c_twice
+// CHECK:         call @__attn_sgemm_nn_16x32_z_parallel
+// CHECK-NEXT:    linalg.generic
+func.func @c_twice(%a: memref<64x64xf32>, %b: memref<64x64xf32>,
+    %d: memref<64x64xf32>, %out: memref<64x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<64x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+  linalg.matmul ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%c : memref<64x64xf32>)
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %c : memref<64x64xf32>, memref<64x64xf32>) outs(%out : memref<64x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %t = arith.mulf %p, %q : f32
+    linalg.yield %t : f32
+  }
+  memref.dealloc %c : memref<64x64xf32>
+  return
+}
+
 // A fill that is not zero stays (the kernel reads C), the epilogue in place
 // in C is fused.
 // GROUP-LABEL: func.func @ones_in_place

@@ -166,23 +166,28 @@ struct GroupMatmulEpiloguesPass
     std::optional<Epilogue> epilogue = matchEpilogue(generic, c);
     if (!epilogue)
       return;
-    Value out = epilogue->out, outRoot = rootBuffer(out);
-    if (out != c && (after.size() > 1 || outRoot == rootBuffer(c)))
+    // The fused kernel writes the output while it reads A and B, and never
+    // fills C unless K spans several blocks: the output shares no buffer
+    // with A, B or C (unless it is C), and no input reads C's buffer.
+    Value out = epilogue->out, outRoot = rootBuffer(out), cRoot = rootBuffer(c);
+    if (out != c && (after.size() > 1 || outRoot == cRoot))
       return;
     if (outRoot == rootBuffer(operands.a) || outRoot == rootBuffer(operands.b))
       return;
     for (Value extra : epilogue->extras)
-      if (extra != out && rootBuffer(extra) == outRoot)
+      if ((extra != out && rootBuffer(extra) == outRoot) ||
+          rootBuffer(extra) == cRoot)
         return;
     for (Operation *op = product->getNextNode(); op != generic;
          op = op->getNextNode())
       if (!writesNothing(op))
         return;
+    // The fill right before the product (moved there above) moves with it.
     Operation *fill = product->getPrevNode();
-    bool zeroFill = fill && isa<linalg::FillOp>(fill) &&
+    bool withFill = fill && isa<linalg::FillOp>(fill) &&
                     fill->getOperand(1) == c;
     product->moveBefore(generic);
-    if (zeroFill)
+    if (withFill)
       fill->moveBefore(product);
     generic->setAttr(kMatmulEpilogueAttr, UnitAttr::get(&getContext()));
   }

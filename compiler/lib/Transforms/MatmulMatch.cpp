@@ -138,7 +138,11 @@ std::optional<Epilogue> matchEpilogue(linalg::GenericOp op, Value c) {
   for (OpOperand *input : op.getDpsInputOperands()) {
     Value v = input->get();
     AffineMap map = op.getMatchingIndexingMap(input);
-    if (v == c && !seenProduct && map.isIdentity()) {
+    if (v == c) {
+      // C read once, element for element: the kernel's tile. (Read again,
+      // it would be C's memory, which the fused kernel does not fill.)
+      if (seenProduct || !map.isIdentity())
+        return std::nullopt;
       seenProduct = true;
       epilogue.productInput = input->getOperandNumber();
       kinds += "p";
