@@ -37,7 +37,8 @@ std::unique_ptr<mlir::Pass> createFuseElementwisePass();
 /// `attn-group-matmul-epilogues`: on buffers, before the temporaries are
 /// planned, a matrix product moves next to the zero fill of its result and
 /// to the element-wise op reading it (marked `attn.matmul_epilogue`), which
-/// attn-matmul-to-vector then folds into its kernel.
+/// attn-matmul-to-vector then folds into its kernel; a copy of a buffer that
+/// only a fill writes becomes that fill.
 std::unique_ptr<mlir::Pass> createGroupMatmulEpiloguesPass();
 
 /// `attn-reuse-buffers`: on buffers, temporaries of one type and the same
