@@ -196,6 +196,16 @@ static void *worker_main(void *p) {
   return NULL;
 }
 
+#ifdef CPU_SET
+/* The set of one core. */
+static cpu_set_t core_set(int core) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(core, &one);
+  return one;
+}
+#endif
+
 /* The cores workers are pinned to: those the process may run on, the
    caller's first (no worker takes it); 0 when pinning is off or the
    process's cores cannot be read. */
@@ -279,9 +289,7 @@ attn_status attn_pool_create(int32_t num_threads, attn_pool **out) {
       pthread_attr_init(&attr);
 #ifdef CPU_SET
       if (i < num_cores) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cores[i], &one);
+        cpu_set_t one = core_set(cores[i]);
         pthread_attr_setaffinity_np(&attr, sizeof one, &one);
       }
 #endif
@@ -334,9 +342,7 @@ void attn_parallel_for(attn_pool *pool, int64_t n, attn_loop_fn fn,
   int self = pool->caller_core >= 0 ? sched_getcpu() : -1;
   if (self >= 0 && CPU_ISSET(self, &pool->worker_set) &&
       sched_getaffinity(0, sizeof saved, &saved) == 0) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(pool->caller_core, &one);
+    cpu_set_t one = core_set(pool->caller_core);
     moved = sched_setaffinity(0, sizeof one, &one) == 0;
   }
 #endif

@@ -110,15 +110,15 @@ static void buildLoopsPipeline(OpPassManager &pm,
   pm.addPass(createComposeEntryCallsPass());
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
-  // Code generation on buffers: matrix products as packed, register-tiled
-  // vector loops; every other linalg op tiled along its innermost loop and
-  // vectorised; what is left becomes scalar loops.
   // Matrix products next to their zero fill and epilogue, before the
   // temporaries are planned (the fused kernel reads A and B while it writes
   // the epilogue's output, so they must not share memory).
   pm.addNestedPass<func::FuncOp>(createGroupMatmulEpiloguesPass());
   pm.addNestedPass<func::FuncOp>(createReuseBuffersPass());
   pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
+  // Code generation on buffers: matrix products as packed, register-tiled
+  // vector loops; every other linalg op tiled along its innermost loop and
+  // vectorised; what is left becomes scalar loops.
   pm.addPass(createMatmulToVectorPass(target));
   pm.addNestedPass<func::FuncOp>(createVectorizeLinalgPass(target));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

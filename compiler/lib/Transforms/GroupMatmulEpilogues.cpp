@@ -31,7 +31,6 @@
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
@@ -149,13 +148,8 @@ struct GroupMatmulEpiloguesPass
     llvm::sort(after, byPosition);
 
     // The zero fill: the last access to C before the product.
-    if (!before.empty())
-      if (auto fill = dyn_cast<linalg::FillOp>(before.back()))
-        if (fill.hasPureBufferSemantics() &&
-            fill.getDpsInitOperand(0)->get() == c &&
-            matchPattern(fill.getDpsInputOperand(0)->get(),
-                         m_PosZeroFloat()))
-          fill->moveBefore(product);
+    if (!before.empty() && isZeroFillOf(before.back(), c))
+      before.back()->moveBefore(product);
 
     // The epilogue: the first access after the product.
     if (after.empty())
@@ -182,10 +176,10 @@ struct GroupMatmulEpiloguesPass
          op = op->getNextNode())
       if (!writesNothing(op))
         return;
-    // The fill right before the product (moved there above) moves with it.
+    // The zero fill right before the product (moved there above) moves
+    // with it.
     Operation *fill = product->getPrevNode();
-    bool withFill = fill && isa<linalg::FillOp>(fill) &&
-                    fill->getOperand(1) == c;
+    bool withFill = isZeroFillOf(fill, c);
     product->moveBefore(generic);
     if (withFill)
       fill->moveBefore(product);

@@ -29,6 +29,16 @@ using namespace mlir;
 namespace attn {
 namespace {
 
+bool isFloatMax(vector::CombiningKind kind) {
+  return kind == vector::CombiningKind::MAXIMUMF ||
+         kind == vector::CombiningKind::MAXNUMF;
+}
+
+bool isFloatMin(vector::CombiningKind kind) {
+  return kind == vector::CombiningKind::MINIMUMF ||
+         kind == vector::CombiningKind::MINNUMF;
+}
+
 /// vector.reduction of a max or min over 2^n lanes as a halving tree of
 /// element-wise ops on the two halves, then one extract. LLVM's x86 backend
 /// expands llvm.vector.reduce.fmaximum into a chain of one scalar maximum
@@ -41,10 +51,7 @@ struct ReductionAsTree : OpRewritePattern<vector::ReductionOp> {
   LogicalResult matchAndRewrite(vector::ReductionOp op,
                                 PatternRewriter &rewriter) const override {
     vector::CombiningKind kind = op.getKind();
-    if (kind != vector::CombiningKind::MAXIMUMF &&
-        kind != vector::CombiningKind::MINIMUMF &&
-        kind != vector::CombiningKind::MAXNUMF &&
-        kind != vector::CombiningKind::MINNUMF)
+    if (!isFloatMax(kind) && !isFloatMin(kind))
       return failure();
     VectorType type = op.getSourceVectorType();
     int64_t lanes = type.getNumElements();
@@ -83,12 +90,10 @@ struct MaskedReductionAsSelect : OpRewritePattern<vector::MaskOp> {
     if (!reduction || op.hasPassthru())
       return failure();
     vector::CombiningKind kind = reduction.getKind();
-    bool max = kind == vector::CombiningKind::MAXIMUMF ||
-               kind == vector::CombiningKind::MAXNUMF;
-    bool min = kind == vector::CombiningKind::MINIMUMF ||
-               kind == vector::CombiningKind::MINNUMF;
+    bool max = isFloatMax(kind);
     VectorType type = reduction.getSourceVectorType();
-    if ((!max && !min) || type.getRank() != 1 || type.isScalable())
+    if ((!max && !isFloatMin(kind)) || type.getRank() != 1 ||
+        type.isScalable())
       return failure();
     auto element = cast<FloatType>(type.getElementType());
     Location loc = op.getLoc();

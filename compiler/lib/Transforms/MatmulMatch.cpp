@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -163,6 +164,13 @@ std::optional<Epilogue> matchEpilogue(linalg::GenericOp op, Value c) {
     return std::nullopt;
   epilogue.key = kinds + ":" + key;
   return epilogue;
+}
+
+bool isZeroFillOf(Operation *op, Value c) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op);
+  return fill && fill.hasPureBufferSemantics() &&
+         fill.getDpsInitOperand(0)->get() == c &&
+         matchPattern(fill.getDpsInputOperand(0)->get(), m_PosZeroFloat());
 }
 
 Value rootBuffer(Value value) {

@@ -53,6 +53,10 @@ struct Epilogue {
 std::optional<Epilogue> matchEpilogue(mlir::linalg::GenericOp op,
                                       mlir::Value c);
 
+/// Whether `op` is a `linalg.fill` of +0.0 into exactly `c` (on buffers):
+/// a product into `c` right after it can start from zeros instead.
+bool isZeroFillOf(mlir::Operation *op, mlir::Value c);
+
 /// The buffer `value` is a view of (through subviews, views, casts and
 /// reshapes), or `value` itself.
 mlir::Value rootBuffer(mlir::Value value);

@@ -55,7 +55,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -76,17 +75,18 @@ constexpr int64_t kBlockK = 512;
 constexpr int64_t kBlockNTransposedA = 512;
 constexpr int64_t kBlockKTransposedA = 256;
 
-/// What a kernel does besides C += A B: start from zeros instead of C, and
-/// apply an epilogue (MatmulMatch.h) to the finished tiles.
+/// An epilogue (MatmulMatch.h) inside a kernel: the matched op, whose body
+/// is cloned onto vectors, and the kernel's arguments that stand for its
+/// extra inputs (as matrices: [1, N] for a row vector) and its output.
 struct KernelEpilogue {
-  /// The epilogue generic's body, cloned onto vectors.
-  Block *body = nullptr;
-  unsigned productInput = 0;
-  SmallVector<bool> rowVector;
-  /// The kernel's arguments: the extra inputs as matrices ([1, N] for a row
-  /// vector) and the output.
+  const Epilogue &match;
   SmallVector<Value> extras;
   Value out;
+
+  Block &body() const {
+    linalg::GenericOp op = match.op;
+    return op.getRegion().front();
+  }
 };
 
 class MatmulEmitter {
@@ -176,7 +176,8 @@ public:
   /// The row-vector inputs of the epilogue at columns col..col+lanes.
   SmallVector<Value> readRowVectors(ImplicitLocOpBuilder &ib, Value col) {
     SmallVector<Value> values;
-    for (auto [extra, row] : llvm::zip(epilogue->extras, epilogue->rowVector))
+    for (auto [extra, row] :
+         llvm::zip(epilogue->extras, epilogue->match.rowVector))
       values.push_back(row ? vector::TransferReadOp::create(
                                  ib, vecType, extra,
                                  ValueRange{index(ib, 0), col}, zeroF,
@@ -189,11 +190,11 @@ public:
   /// holds the row-vector inputs already read (null for the others).
   void storeEpilogue(ImplicitLocOpBuilder &ib, Value acc, Value row, Value col,
                      ArrayRef<Value> rowVectors) {
-    Block *body = epilogue->body;
+    Block *body = &epilogue->body();
     IRMapping map;
     unsigned e = 0;
     for (BlockArgument arg : body->getArguments().drop_back()) {
-      if (arg.getArgNumber() == epilogue->productInput) {
+      if (arg.getArgNumber() == epilogue->match.productInput) {
         map.map(arg, acc);
         continue;
       }
@@ -587,7 +588,7 @@ struct MatmulToVectorPass
   ///   when K spans several blocks, and is not written otherwise).
   /// `epilogueIndex` numbers the module's distinct epilogues (-1: none).
   func::FuncOp kernel(ModuleOp module, const MatmulOperands &operands,
-                      bool zeroInit, Epilogue *epilogue,
+                      bool zeroInit, const Epilogue *epilogue,
                       int epilogueIndex) {
     std::string name = (llvm::Twine("__attn_sgemm_") +
                         (operands.transposedA ? "t" : "n") +
@@ -620,17 +621,15 @@ struct MatmulToVectorPass
     MatmulOperands ops{entry->getArgument(0), entry->getArgument(1),
                        entry->getArgument(2), operands.transposedB,
                        operands.transposedA};
-    KernelEpilogue kernelEpilogue;
+    std::optional<KernelEpilogue> kernelEpilogue;
     if (epilogue) {
-      kernelEpilogue.body = &epilogue->op.getRegion().front();
-      kernelEpilogue.productInput = epilogue->productInput;
-      kernelEpilogue.rowVector = epilogue->rowVector;
+      // (A, B, C, nBegin, nEnd, E1..En, Out)
       auto args = entry->getArguments().drop_front(5);
-      kernelEpilogue.extras.assign(args.begin(), args.end() - 1);
-      kernelEpilogue.out = args.back();
+      kernelEpilogue.emplace(KernelEpilogue{
+          *epilogue, SmallVector<Value>(args.drop_back()), args.back()});
     }
     MatmulEmitter(b, ops, VectorTarget{lanes, registers}, zeroInit,
-                  epilogue ? &kernelEpilogue : nullptr)
+                  kernelEpilogue ? &*kernelEpilogue : nullptr)
         .emit(entry->getArgument(3), entry->getArgument(4));
     func::ReturnOp::create(b);
     return func;
@@ -809,11 +808,8 @@ struct MatmulToVectorPass
     for (auto &[op, operands] : products) {
       // A zero fill of C right before the product (attn-group-matmul-
       // epilogues puts it there): the kernel starts from zeros instead.
-      auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-      bool zeroInit = fill && fill.hasPureBufferSemantics() &&
-                      fill.getDpsInitOperand(0)->get() == operands.c &&
-                      matchPattern(fill.getDpsInputOperand(0)->get(),
-                                   m_PosZeroFloat());
+      Operation *fill = op->getPrevNode();
+      bool zeroInit = isZeroFillOf(fill, operands.c);
       // An epilogue the grouping pass marked, right after the product.
       std::optional<Epilogue> epilogue;
       if (auto next = dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());

@@ -118,7 +118,9 @@ bool independent(ArrayRef<scf::ForOp> nest, ModuleOp module,
     SmallVector<memref::SubViewOp> subviews;
   };
   SmallVector<Access> reads;
-  DenseSet<Value> written;
+  // In program order, so that the work estimate the call site sums over
+  // these buffers is emitted the same way at every compilation.
+  SetVector<Value> written;
   bool ok = true;
   auto access = [&](Value buffer, bool write) {
     if (!isa<BaseMemRefType>(buffer.getType()))
