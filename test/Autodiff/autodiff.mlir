@@ -152,6 +152,24 @@ module {
 
 // -----
 
+// Tests that a loss that reads sdpa's logsumexp result is an error: only its
+// output has an adjoint rule.
+module {
+  attn.param @w : tensor<1x2x3x4xf32> init normal [0.0, 1.0]
+  attn.train loss @loss optimizer adam {} schedule constant {} clip_norm 0.0
+  func.func @loss() -> tensor<f32> {
+    %w = attn.get_param @w : tensor<1x2x3x4xf32>
+    // expected-error @below {{'attn.sdpa' op cannot be differentiated through its logsumexp result}}
+    %o, %lse = attn.sdpa %w, %w, %w logsumexp : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3xf32>)
+    %s = attn.reduce sum %lse axis 0 : (tensor<1x2x3xf32>) -> tensor<2x3xf32>
+    %s1 = attn.reduce sum %s axis 0 : (tensor<2x3xf32>) -> tensor<3xf32>
+    %l = attn.reduce sum %s1 axis 0 : (tensor<3xf32>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
 // Tests that a module defining train_step itself is an error.
 // expected-error @below {{the module already defines 'train_step', which the autodiff pass derives}}
 module {

@@ -4,8 +4,9 @@
 // RUN:   | FileCheck %s --check-prefix=LOOPS --implicit-check-not=256x256
 
 // attn.sdpa_grad becomes a flash-attention backward loop nest: per batch and
-// head, a first pass over query tiles (with an online pass over key tiles)
-// computes each query's logsumexp and delta = rowsum(dO * O); a second pass
+// head, a first pass over query tiles computes delta = rowsum(dO * O) and,
+// without the forward's logsumexp, each query's logsumexp (an online pass
+// over key tiles); a second pass
 // runs over key tiles outside and query tiles inside, recomputing the
 // scores of one 64 x 64 block at a time. For T = S = 256 nothing of
 // 256 x 256 exists, on tensors or after bufferisation.
@@ -73,4 +74,26 @@ func.func @causal(%q: tensor<2x4x256x16xf32>, %k: tensor<2x4x256x16xf32>, %v: te
 func.func @dropout_padding(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>, %o: tensor<?x4x?x16xf32>, %do: tensor<?x4x?x16xf32>, %pad: tensor<?x?xi1>, %seed: tensor<i64>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
   %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do key_padding %pad dropout 1.000000e-01 seed %seed stream 2 : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?xi1>, tensor<i64>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>)
   return %dq, %dk, %dv : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+}
+
+// Tests that with the forward's logsumexp the first pass only computes
+// delta (no products, no exp or log), and that each head reads its row of
+// the [B, H, T] statistics, sliced per query tile in the second pass.
+// CHECK-LABEL: func.func @forward_logsumexp
+// CHECK-SAME: %[[L:[^:]*]]: tensor<2x4x256xf32>
+// CHECK: scf.for %[[B:[^ ]*]] =
+// CHECK: scf.for %[[H:[^ ]*]] =
+// CHECK: %[[DELTA:.*]] = scf.for
+// CHECK-NOT: math.exp
+// CHECK-NOT: math.log
+// CHECK-NOT: reduction"]} ins(%{{.*}}, %{{.*}} : tensor<?x16xf32>, tensor<?x16xf32>) outs(%{{.*}} : tensor<?x?xf32>)
+// CHECK: %[[LH:.*]] = tensor.extract_slice %[[L]][%[[B]], %[[H]], 0] [1, 1, %{{.*}}] [1, 1, 1] : tensor<2x4x256xf32> to tensor<?xf32>
+// CHECK: scf.for
+// CHECK: scf.for %[[Q0:[^ ]*]] =
+// CHECK: tensor.extract_slice %[[LH]][%[[Q0]]]
+// CHECK: tensor.extract_slice %[[DELTA]][%[[Q0]]]
+// CHECK: math.exp
+func.func @forward_logsumexp(%q: tensor<2x4x256x16xf32>, %k: tensor<2x4x256x16xf32>, %v: tensor<2x4x256x16xf32>, %o: tensor<2x4x256x16xf32>, %do: tensor<2x4x256x16xf32>, %lse: tensor<2x4x256xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>) {
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do logsumexp %lse : (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>)
+  return %dq, %dk, %dv : tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>
 }

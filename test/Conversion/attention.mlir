@@ -122,3 +122,25 @@ func.func @cross_padded(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: 
   %0 = attn.sdpa %q, %k, %v key_padding %p scale 0.125 : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, tensor<?x?xi1>) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
+
+// -----
+
+// With `logsumexp`, each query tile also writes m + log(l), 0 for a query
+// that sees no key, into the [B, H, T] second result.
+// CHECK-LABEL: func.func @logsumexp
+// CHECK: scf.for %[[B:[^ ]*]] = {{.*}} -> (tensor<?x?x?x16xf32>, tensor<?x?x?xf32>)
+// CHECK: scf.for %[[H:[^ ]*]] =
+// CHECK: scf.for %[[T0:[^ ]*]] =
+// CHECK: %[[ROWS:.*]] = arith.minsi
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[H]], %[[T0]], 0]
+// CHECK: linalg.generic
+// CHECK: arith.cmpf oeq
+// CHECK: math.log
+// CHECK: arith.addf
+// CHECK: arith.select
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[H]], %[[T0]]] [1, 1, %[[ROWS]]] [1, 1, 1] : tensor<?xf32> into tensor<?x?x?xf32>
+// CHECK: return %{{.*}}, %{{.*}} : tensor<2x4x256x16xf32>, tensor<2x4x256xf32>
+func.func @logsumexp(%q: tensor<2x4x256x16xf32>, %k: tensor<2x4x256x16xf32>, %v: tensor<2x4x256x16xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256xf32>) {
+  %o, %lse = attn.sdpa %q, %k, %v mask causal logsumexp : (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256xf32>)
+  return %o, %lse : tensor<2x4x256x16xf32>, tensor<2x4x256xf32>
+}

@@ -153,3 +153,23 @@ func.func @sdpa_result(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x10x32xf32>, %v:
   %0 = attn.sdpa %q, %k, %v : (tensor<2x4x16x32xf32>, tensor<2x4x10x32xf32>, tensor<2x4x10x48xf32>) -> tensor<2x4x16x32xf32>
   return
 }
+
+// -----
+
+// Tests that `logsumexp` asks for the second result and that its type is
+// inferred: [B, H, T].
+func.func @sdpa_logsumexp_missing(%q: tensor<2x4x16x32xf32>) {
+  // expected-error @+2 {{'attn.sdpa' op inferred type(s) 'tensor<2x4x16x32xf32>', 'tensor<2x4x16xf32>' are incompatible with return type(s) of operation 'tensor<2x4x16x32xf32>'}}
+  // expected-error @+1 {{'attn.sdpa' op failed to infer returned types}}
+  %0 = "attn.sdpa"(%q, %q, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, return_logsumexp}> : (tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>) -> tensor<2x4x16x32xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_logsumexp_type(%q: tensor<2x4x16x32xf32>) {
+  // expected-error @+2 {{'attn.sdpa' op inferred type(s) 'tensor<2x4x16x32xf32>', 'tensor<2x4x16xf32>' are incompatible with return type(s) of operation 'tensor<2x4x16x32xf32>', 'tensor<2x4x16x32xf32>'}}
+  // expected-error @+1 {{'attn.sdpa' op failed to infer returned types}}
+  %0, %1 = attn.sdpa %q, %q, %q logsumexp : (tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>) -> (tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>)
+  return
+}

@@ -126,6 +126,16 @@ func.func @sdpa_grad_grad_output(%q: tensor<?x4x?x32xf32>, %do: tensor<?x4x?x16x
 
 // -----
 
+// Tests that sdpa_grad's logsumexp is [B, H, T].
+func.func @sdpa_grad_logsumexp(%q: tensor<2x4x16x32xf32>, %lse: tensor<2x4x16x32xf32>) {
+  // expected-error @+2 {{logsumexp has type 'tensor<2x4x16x32xf32>' but 'tensor<2x4x16xf32>' was expected}}
+  // expected-error @+1 {{'attn.sdpa_grad' op failed to infer returned types}}
+  %0:3 = attn.sdpa_grad %q, %q, %q, %q, %q logsumexp %lse : (tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>) -> (tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>)
+  return
+}
+
+// -----
+
 // Tests that sdpa_grad checks its operands as sdpa does.
 func.func @sdpa_grad_key_padding(%q: tensor<2x4x16x32xf32>, %p: tensor<2xi1>) {
   // expected-error @+2 {{key padding 'tensor<2xi1>' must be [B, S] for key 'tensor<2x4x16x32xf32>'}}
@@ -336,6 +346,6 @@ func.func @set_param_type(%x: tensor<5xf32>) {
 // Tests that a training sdpa_grad has a stream number with its seed.
 func.func @sdpa_grad_seed_without_stream(%q: tensor<1x1x4x4xf32>, %seed: tensor<i64>) {
   // expected-error @+1 {{'attn.sdpa_grad' op has a seed but no stream number}}
-  %0:3 = "attn.sdpa_grad"(%q, %q, %q, %q, %q, %seed) <{dropout = 1.0e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1>}> : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<i64>) -> (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>)
+  %0:3 = "attn.sdpa_grad"(%q, %q, %q, %q, %q, %seed) <{dropout = 1.0e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1>}> : (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<i64>) -> (tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>)
   return
 }

@@ -14,6 +14,16 @@ func.func @sdpa_plain(%q: tensor<?x6x?x32xf32>, %k: tensor<?x6x?x32xf32>, %v: te
   return %0 : tensor<?x6x?x32xf32>
 }
 
+// CHECK-LABEL: func.func @sdpa_logsumexp
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x6x?x32xf32>, %[[K:[^:]+]]: tensor<?x6x?x32xf32>, %[[V:[^:]+]]: tensor<?x6x?x16xf32>, %[[SEED:[^:]+]]: tensor<i64>)
+// CHECK: %[[R:.*]], %[[L:.*]] = attn.sdpa %[[Q]], %[[K]], %[[V]] mask causal dropout 1.000000e-01 seed %[[SEED]] stream 2 logsumexp : (tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>, tensor<?x6x?x16xf32>, tensor<i64>) -> (tensor<?x6x?x16xf32>, tensor<?x6x?xf32>)
+// CHECK: return %[[R]], %[[L]]
+// Tests the second result, each query's logsumexp: [B, H, T].
+func.func @sdpa_logsumexp(%q: tensor<?x6x?x32xf32>, %k: tensor<?x6x?x32xf32>, %v: tensor<?x6x?x16xf32>, %seed: tensor<i64>) -> (tensor<?x6x?x16xf32>, tensor<?x6x?xf32>) {
+  %0, %1 = attn.sdpa %q, %k, %v mask causal dropout 0.1 seed %seed stream 2 logsumexp : (tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>, tensor<?x6x?x16xf32>, tensor<i64>) -> (tensor<?x6x?x16xf32>, tensor<?x6x?xf32>)
+  return %0, %1 : tensor<?x6x?x16xf32>, tensor<?x6x?xf32>
+}
+
 // CHECK-LABEL: func.func @sdpa_causal
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x6x?x32xf32>, %[[K:[^:]+]]: tensor<?x6x?x32xf32>, %[[V:[^:]+]]: tensor<?x6x?x32xf32>)
 // CHECK: attn.sdpa %[[Q]], %[[K]], %[[V]] mask causal : (tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>) -> tensor<?x6x?x32xf32>

@@ -73,6 +73,15 @@ func.func @sdpa_grad(%q: tensor<2x6x16x32xf32>, %k: tensor<2x6x16x32xf32>, %v: t
   return %dq, %dk, %dv : tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>
 }
 
+// CHECK-LABEL: func.func @sdpa_grad_logsumexp
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x4x?x32xf32>, %[[L:[^:]+]]: tensor<?x4x?xf32>, %[[P:[^:]+]]: tensor<?x?xi1>)
+// CHECK: attn.sdpa_grad %[[Q]], %[[Q]], %[[Q]], %[[Q]], %[[Q]] logsumexp %[[L]] key_padding %[[P]] mask causal : (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x?xi1>) -> (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>)
+// Tests sdpa_grad given the forward's logsumexp, before the key padding.
+func.func @sdpa_grad_logsumexp(%q: tensor<?x4x?x32xf32>, %lse: tensor<?x4x?xf32>, %p: tensor<?x?xi1>) {
+  %0:3 = attn.sdpa_grad %q, %q, %q, %q, %q logsumexp %lse key_padding %p mask causal : (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x?xi1>) -> (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @sdpa_grad_all
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x4x?x32xf32>, %[[K:[^:]+]]: tensor<?x4x?x32xf32>, %[[V:[^:]+]]: tensor<?x4x?x16xf32>, %[[O:[^:]+]]: tensor<?x4x?x16xf32>, %[[P:[^:]+]]: tensor<?x?xi1>)
 // CHECK: attn.sdpa_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[O]] key_padding %[[P]] scale 5.000000e-01 dropout 2.000000e-01 : (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?xi1>) -> (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x16xf32>)

@@ -250,15 +250,16 @@ static EvalValue attention(Elaborator &elab, BuiltinCall &call, Value q,
                                        APFloat(dropout), IntegerAttr());
   if (!sdpa)
     return EvalValue::poison();
+  Value output = sdpa.getResult();
   if (rank == 4)
-    return EvalValue::ofTensor(sdpa);
-  auto type = cast<RankedTensorType>(sdpa.getType());
+    return EvalValue::ofTensor(output);
+  auto type = cast<RankedTensorType>(output.getType());
   SmallVector<Value> sizes;
   for (int64_t axis : {0, 2, 3})
     if (type.isDynamicDim(axis))
-      sizes.push_back(elab.sizeOf(sdpa, axis, loc));
+      sizes.push_back(elab.sizeOf(output, axis, loc));
   return EvalValue::ofTensor(reshape(
-      elab, sdpa, {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3)},
+      elab, output, {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3)},
       sizes, loc));
 }
 
@@ -877,7 +878,7 @@ EvalValue Elaborator::callBuiltinLayer(Instance &layer, CallArgs &args) {
                           APFloat(layer.dropout), IntegerAttr());
     if (!sdpa)
       return EvalValue::poison();
-    Value merged = tryBuild<MergeHeadsOp>(loc, sdpa);
+    Value merged = tryBuild<MergeHeadsOp>(loc, sdpa.getResult());
     if (!merged)
       return EvalValue::poison();
     Instance &outProj = *layer.layers["out_proj"];

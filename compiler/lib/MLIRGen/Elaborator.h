@@ -289,11 +289,10 @@ public:
   /// error at `loc` and returns null.
   template <typename OpTy, typename... Args>
   OpTy tryCreate(mlir::Location loc, Args &&...args) {
-    static_assert(OpTy::template hasTrait<mlir::OpTrait::OneResult>(),
-                  "the placeholder below stands for exactly one result");
     mlir::OperationState state(loc, OpTy::getOperationName());
-    // The builder asserts that it gets one result type: a placeholder,
-    // replaced by the inferred type once the operands are in place.
+    // A one-result op's builder asserts that it gets one result type: a
+    // placeholder, replaced by the inferred types once the operands are in
+    // place (an op with an optional result, as sdpa, takes any number).
     mlir::Type placeholder = builder.getNoneType();
     OpTy::build(builder, state, mlir::TypeRange(placeholder),
                 std::forward<Args>(args)...);

@@ -185,6 +185,8 @@ static void addAttnGradPasses(OpPassManager &pm) {
   pm.addPass(createAttnAutodiff());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After CSE: each sdpa_grad's output operand is then the forward's sdpa.
+  pm.addPass(createAttnShareAttentionStats());
 }
 
 void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,

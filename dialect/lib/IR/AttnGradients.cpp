@@ -711,13 +711,17 @@ LogicalResult RmsNormOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
 LogicalResult SdpaOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   // One sdpa_grad with the same masks, scale and dropout (seed and stream:
-  // the same attention-dropout mask is redrawn).
+  // the same attention-dropout mask is redrawn), and the forward's
+  // logsumexp when it has one (attn-share-attention-stats adds it later).
+  if (getLogsumexp() && resultGrads[1])
+    return emitOpError() << "cannot be differentiated through its logsumexp "
+                            "result";
   GradBuilder g(b, getLoc());
   resetGrads(*this, operandGrads);
-  auto grad = SdpaGradOp::create(b, getLoc(), getQuery(), getKey(), getValue(),
-                                 getResult(), resultGrads[0], getKeyPadding(),
-                                 getSeed(), getMaskAttr(), getScaleAttr(),
-                                 getDropoutAttr(), getStreamAttr());
+  auto grad = SdpaGradOp::create(
+      b, getLoc(), getQuery(), getKey(), getValue(), getResult(),
+      resultGrads[0], getLogsumexp(), getKeyPadding(), getSeed(),
+      getMaskAttr(), getScaleAttr(), getDropoutAttr(), getStreamAttr());
   operandGrads[0] = g.coerce(grad.getGradQuery(), getQuery());
   operandGrads[1] = g.coerce(grad.getGradKey(), getKey());
   operandGrads[2] = g.coerce(grad.getGradValue(), getValue());

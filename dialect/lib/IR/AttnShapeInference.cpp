@@ -597,6 +597,12 @@ static FailureOr<RankedTensorType> inferAttention(OptLoc loc, Value query,
   return q.clone({*batch, *heads, q.getDimSize(2), v.getDimSize(3)});
 }
 
+/// Each query's logsumexp: [B, H, T] of an attention output [B, H, T, Dv].
+static RankedTensorType logsumexpType(RankedTensorType output) {
+  return RankedTensorType::get(output.getShape().drop_back(),
+                               output.getElementType());
+}
+
 LogicalResult SdpaOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                        Adaptor adaptor, InferredTypes &types) {
   FailureOr<RankedTensorType> output =
@@ -605,6 +611,8 @@ LogicalResult SdpaOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   if (failed(output))
     return failure();
   types.push_back(*output);
+  if (adaptor.getReturnLogsumexp())
+    types.push_back(logsumexpType(*output));
   return success();
 }
 
@@ -618,6 +626,9 @@ LogicalResult SdpaGradOp::inferReturnTypes(MLIRContext *, OptLoc loc,
       failed(checkSameShape(loc, "output", adaptor.getOutput(), *output)) ||
       failed(checkSameShape(loc, "grad_output", adaptor.getGradOutput(),
                             *output)))
+    return failure();
+  if (failed(checkSameShape(loc, "logsumexp", adaptor.getLogsumexp(),
+                            logsumexpType(*output))))
     return failure();
   types.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
                 adaptor.getValue().getType()});

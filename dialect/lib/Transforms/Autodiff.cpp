@@ -129,12 +129,12 @@ void seedDropout(OpBuilder &b, ArrayRef<Operation *> ops, Value seed) {
       if (sdpa.getSeed() || sdpa.getDropout().isZero())
         continue;
       b.setInsertionPoint(sdpa);
-      auto seeded =
-          SdpaOp::create(b, sdpa.getLoc(), sdpa.getType(), sdpa.getQuery(),
-                         sdpa.getKey(), sdpa.getValue(), sdpa.getKeyPadding(),
-                         seed, sdpa.getMaskAttr(), sdpa.getScaleAttr(),
-                         sdpa.getDropoutAttr(), b.getI64IntegerAttr(stream++));
-      sdpa.replaceAllUsesWith(seeded.getResult());
+      auto seeded = SdpaOp::create(
+          b, sdpa.getLoc(), sdpa->getResultTypes(), sdpa.getQuery(),
+          sdpa.getKey(), sdpa.getValue(), sdpa.getKeyPadding(), seed,
+          sdpa.getMaskAttr(), sdpa.getScaleAttr(), sdpa.getDropoutAttr(),
+          b.getI64IntegerAttr(stream++), sdpa.getReturnLogsumexpAttr());
+      sdpa->replaceAllUsesWith(seeded);
       sdpa.erase();
     }
   }

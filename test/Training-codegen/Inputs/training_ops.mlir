@@ -65,6 +65,22 @@ func.func @attention_padding(%q: tensor<?x2x?x16xf32> {attn.name = "q", attn.dim
   return %dq, %dk, %dv : tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>
 }
 
+// sdpa's logsumexp result, with fully padded rows (0) and causal rows.
+func.func @attention_logsumexp(%q: tensor<?x2x?x16xf32> {attn.name = "q", attn.dims = ["B", "", "T", ""]}, %k: tensor<?x2x?x16xf32> {attn.name = "k", attn.dims = ["B", "", "S", ""]}, %v: tensor<?x2x?x8xf32> {attn.name = "v", attn.dims = ["B", "", "S", ""]}, %pad: tensor<?x?xi1> {attn.name = "pad", attn.dims = ["B", "S"]}) -> (tensor<?x2x?x8xf32>, tensor<?x2x?xf32>) {
+  %o, %lse = attn.sdpa %q, %k, %v key_padding %pad mask causal logsumexp : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x?xi1>) -> (tensor<?x2x?x8xf32>, tensor<?x2x?xf32>)
+  return %o, %lse : tensor<?x2x?x8xf32>, tensor<?x2x?xf32>
+}
+
+// attn-share-attention-stats gives an sdpa_grad its forward's logsumexp only
+// when both ops have the same attributes. Here sdpa states the default scale
+// 1/sqrt(16) and sdpa_grad leaves it implicit, so the backward recomputes
+// the statistics itself: its other path.
+func.func @attention_recomputed_stats(%q: tensor<?x2x?x16xf32> {attn.name = "q", attn.dims = ["B", "", "T", ""]}, %k: tensor<?x2x?x16xf32> {attn.name = "k", attn.dims = ["B", "", "S", ""]}, %v: tensor<?x2x?x16xf32> {attn.name = "v", attn.dims = ["B", "", "S", ""]}, %do: tensor<?x2x?x16xf32> {attn.name = "do", attn.dims = ["B", "", "T", ""]}, %pad: tensor<?x?xi1> {attn.name = "pad", attn.dims = ["B", "S"]}) -> (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) {
+  %o = attn.sdpa %q, %k, %v key_padding %pad mask causal scale 2.500000e-01 : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi1>) -> tensor<?x2x?x16xf32>
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do key_padding %pad mask causal : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi1>) -> (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>)
+  return %dq, %dk, %dv : tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>
+}
+
 func.func @attention_causal_padding(%q: tensor<?x2x?x16xf32> {attn.name = "q", attn.dims = ["B", "", "T", ""]}, %k: tensor<?x2x?x16xf32> {attn.name = "k", attn.dims = ["B", "", "S", ""]}, %v: tensor<?x2x?x16xf32> {attn.name = "v", attn.dims = ["B", "", "S", ""]}, %do: tensor<?x2x?x16xf32> {attn.name = "do", attn.dims = ["B", "", "T", ""]}, %pad: tensor<?x?xi1> {attn.name = "pad", attn.dims = ["B", "S"]}) -> (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) {
   %o = attn.sdpa %q, %k, %v key_padding %pad mask causal : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi1>) -> tensor<?x2x?x16xf32>
   %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do key_padding %pad mask causal : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi1>) -> (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>)

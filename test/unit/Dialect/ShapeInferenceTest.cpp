@@ -146,7 +146,17 @@ TEST_F(ShapeInferenceTest, SdpaOutputTakesValueHeadSize) {
                              arg({2, 12}, builder.getI1Type()),
                              /*seed=*/Value(), MaskKind::causal, nullptr,
                              APFloat(0.0), nullptr);
-  EXPECT_EQ(shapeOf(sdpa), ArrayRef<int64_t>({2, 4, 10, 8}));
+  EXPECT_EQ(shapeOf(sdpa.getResult()), ArrayRef<int64_t>({2, 4, 10, 8}));
+  EXPECT_FALSE(sdpa.getLogsumexp());
+}
+
+TEST_F(ShapeInferenceTest, SdpaLogsumexpIsPerQuery) {
+  auto sdpa = SdpaOp::create(builder, loc, arg({2, 4, kDyn, 16}),
+                             arg({2, 4, 12, 16}), arg({2, 4, 12, 8}),
+                             /*key_padding=*/Value(), /*seed=*/Value(),
+                             MaskKind::none, nullptr, APFloat(0.0), nullptr,
+                             /*return_logsumexp=*/true);
+  EXPECT_EQ(shapeOf(sdpa.getLogsumexp()), ArrayRef<int64_t>({2, 4, kDyn}));
 }
 
 TEST_F(ShapeInferenceTest, ReduceDropsTheAxis) {

@@ -60,8 +60,9 @@ static Expected<AttentionShape> checkAttention(const Tensor &q, const Tensor &k,
 }
 
 /// The attention probabilities of query (b, h, t) over every key, into
-/// `probs`; all zero when every key is masked.
-static void attentionRow(const Tensor &q, const Tensor &k,
+/// `probs`; all zero when every key is masked. Returns the logsumexp of the
+/// scaled scores of the visible keys (0 when every key is masked).
+static double attentionRow(const Tensor &q, const Tensor &k,
                          const AttentionShape &shape,
                          const AttentionOptions &opts, int64_t b, int64_t h,
                          int64_t t, std::vector<double> &probs) {
@@ -93,9 +94,10 @@ static void attentionRow(const Tensor &q, const Tensor &k,
     sum += probs[s];
   }
   if (sum == 0.0)
-    return;
+    return 0.0;
   for (int64_t s = 0; s < numKeys; ++s)
     probs[s] /= sum;
+  return max + std::log(sum);
 }
 
 /// Applies attention dropout to the probabilities `in` of query row `row`
@@ -141,6 +143,23 @@ Expected<Tensor> attn::reference::sdpa(const Tensor &query, const Tensor &key,
         }
       }
     }
+  return result;
+}
+
+Expected<Tensor>
+attn::reference::sdpaLogsumexp(const Tensor &query, const Tensor &key,
+                               const Tensor &value,
+                               const AttentionOptions &options) {
+  Expected<AttentionShape> shape = checkAttention(query, key, value, options);
+  if (!shape)
+    return shape.takeError();
+  Tensor result(query.getDType(), {shape->batch, shape->heads, shape->queries});
+  std::vector<double> probs(shape->keys);
+  for (int64_t b = 0; b < shape->batch; ++b)
+    for (int64_t h = 0; h < shape->heads; ++h)
+      for (int64_t t = 0; t < shape->queries; ++t)
+        result[(b * shape->heads + h) * shape->queries + t] =
+            attentionRow(query, key, *shape, options, b, h, t, probs);
   return result;
 }
 

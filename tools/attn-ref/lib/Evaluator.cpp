@@ -838,8 +838,13 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
                              frame.getOptional(sdpaOp.getKeyPadding()));
         setAttentionDropout(attention, sdpaOp.getDropout(), sdpaOp.getSeed(),
                             sdpaOp.getStream());
-        return result(sdpa(in(sdpaOp.getQuery()), in(sdpaOp.getKey()),
-                           in(sdpaOp.getValue()), attention));
+        const Tensor &q = in(sdpaOp.getQuery()), &k = in(sdpaOp.getKey()),
+                     &v = in(sdpaOp.getValue());
+        if (Value logsumexp = sdpaOp.getLogsumexp())
+          if (failed(store(op, frame, logsumexp,
+                           sdpaLogsumexp(q, k, v, attention))))
+            return failure();
+        return store(op, frame, sdpaOp.getResult(), sdpa(q, k, v, attention));
       })
       // Loss.
       .Case([&](CrossEntropyOp loss) {
@@ -895,6 +900,9 @@ LogicalResult Evaluator::evaluate(Operation *op, Frame &frame, unsigned depth) {
                              frame.getOptional(grad.getKeyPadding()));
         setAttentionDropout(attention, grad.getDropout(), grad.getSeed(),
                             grad.getStream());
+        // A `logsumexp` operand is not read: the reference recomputes each
+        // query's probabilities, so that compiled code given a wrong one
+        // differs from it.
         llvm::Expected<SdpaGradients> grads =
             sdpaGrad(in(grad.getQuery()), in(grad.getKey()),
                      in(grad.getValue()), in(grad.getGradOutput()), attention);

@@ -112,7 +112,7 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
     Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();
     Value keyPadding = adaptor.getKeyPadding();
     bool causal = op.getMask() == MaskKind::causal;
-    auto outType = cast<RankedTensorType>(op.getType());
+    auto outType = cast<RankedTensorType>(op.getResult().getType());
     Type element = outType.getElementType();
     auto vType = cast<RankedTensorType>(v.getType());
 
@@ -142,7 +142,13 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
 
     SmallVector<OpFoldResult> outSizes = {batches, heads, queries,
                                           tensor::getMixedSize(b, loc, v, 3)};
-    Value output = tensor::EmptyOp::create(b, loc, outSizes, element);
+    SmallVector<Value> results = {
+        tensor::EmptyOp::create(b, loc, outSizes, element)};
+    // Each query's logsumexp, for sdpa_grad (attn-share-attention-stats).
+    bool withLogsumexp = static_cast<bool>(op.getLogsumexp());
+    if (withLogsumexp)
+      results.push_back(tensor::EmptyOp::create(
+          b, loc, ArrayRef<OpFoldResult>(outSizes).drop_back(), element));
     OpFoldResult valueDim = tensor::getMixedSize(b, loc, v, 3);
     auto rowType = RankedTensorType::get({ShapedType::kDynamic}, element);
     auto blockType = RankedTensorType::get(
@@ -161,7 +167,7 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
     SmallVector<utils::IteratorType> par2(2, utils::IteratorType::parallel);
 
     auto batchLoop = scf::ForOp::create(
-        b, loc, zero, batches, one, ValueRange{output},
+        b, loc, zero, batches, one, results,
         [&](OpBuilder &b, Location loc, Value batch, ValueRange outer) {
           auto headLoop = scf::ForOp::create(
               b, loc, zero, heads, one, outer,
@@ -370,6 +376,7 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
                             scf::YieldOp::create(
                                 b, loc, ValueRange{mNext, sumNext, accNext});
                           });
+                      Value mFinal = keyResults[0];
                       Value lFinal = keyResults[1];
                       Value accFinal = keyResults[2];
                       Value oInit = tensor::EmptyOp::create(
@@ -398,16 +405,40 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
                       SmallVector<OpFoldResult> sizes = {
                           b.getIndexAttr(1), b.getIndexAttr(1), rows, valueDim};
                       SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-                      Value updated = tensor::InsertSliceOp::create(
-                          b, loc, oTile, queryArgs[0], offsets, sizes, strides);
+                      SmallVector<Value> updated = {tensor::InsertSliceOp::create(
+                          b, loc, oTile, queryArgs[0], offsets, sizes, strides)};
+                      if (withLogsumexp) {
+                        // L = m + log(l); 0 for a query that sees no key.
+                        Value lseTile = buildElementwise(
+                            b, loc, rowType, {mFinal, lFinal},
+                            [&](OpBuilder &nb, Location l, ValueRange a) {
+                              Value none = arith::CmpFOp::create(
+                                  nb, l, arith::CmpFPredicate::OEQ, a[1],
+                                  zeroF);
+                              Value lse = arith::AddFOp::create(
+                                  nb, l, a[0], math::LogOp::create(nb, l, a[1]));
+                              return arith::SelectOp::create(nb, l, none, zeroF,
+                                                             lse)
+                                  .getResult();
+                            });
+                        updated.push_back(tensor::InsertSliceOp::create(
+                            b, loc, lseTile, queryArgs[1],
+                            ArrayRef<OpFoldResult>(offsets).drop_back(),
+                            ArrayRef<OpFoldResult>(sizes).drop_back(),
+                            ArrayRef<OpFoldResult>(strides).drop_back()));
+                      }
                       scf::YieldOp::create(b, loc, updated);
                     });
                 scf::YieldOp::create(b, loc, queryLoop.getResults());
               });
           scf::YieldOp::create(b, loc, headLoop.getResults());
         });
-    rewriter.replaceOp(op, tensor::CastOp::create(rewriter, loc, outType,
-                                                  batchLoop.getResult(0)));
+    SmallVector<Value> replacements;
+    for (auto [result, type] :
+         llvm::zip(batchLoop.getResults(), op->getResultTypes()))
+      replacements.push_back(
+          tensor::CastOp::create(rewriter, loc, type, result));
+    rewriter.replaceOp(op, replacements);
     return success();
   }
 };

@@ -3,10 +3,11 @@
 // `attn.sdpa_grad` as the flash-attention backward pass: no T x S matrix
 // exists, the scores are recomputed tile by tile. Per batch and head:
 //
-//  1. For each tile of queries, an online pass over the key tiles gives each
-//     query's logsumexp L (0 for a query with every key masked, whose
-//     weights are then all 0), and delta = rowsum(dO * O), which equals
-//     rowsum(P * dP) also under dropout because O is the dropped-out output.
+//  1. For each tile of queries, delta = rowsum(dO * O), which equals
+//     rowsum(P * dP) also under dropout because O is the dropped-out output,
+//     and, unless the op has the forward's as its `logsumexp` operand, an
+//     online pass over the key tiles gives each query's logsumexp L (0 for a
+//     query with every key masked, whose weights are then all 0).
 //  2. For each tile of keys (outer), with dK and dV accumulators of the tile,
 //     and each tile of queries that can see it (inner; causal tiles wholly
 //     above the diagonal are skipped): P = exp(scale q k^T - L) (0 where
@@ -123,6 +124,7 @@ struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
     MLIRContext *context = b.getContext();
     Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();
     Value o = adaptor.getOutput(), dO = adaptor.getGradOutput();
+    Value forwardLse = adaptor.getLogsumexp();
     Value keyPadding = adaptor.getKeyPadding();
     bool causal = op.getMask() == MaskKind::causal;
     auto qType = cast<RankedTensorType>(q.getType());
@@ -210,17 +212,53 @@ struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
           auto headLoop = scf::ForOp::create(
               b, loc, zero, heads, one, outer,
               [&](OpBuilder &b, Location loc, Value head, ValueRange grads) {
-                // Pass 1: logsumexp and delta of every query.
-                Value lse0 = tensor::EmptyOp::create(
-                    b, loc, SmallVector<OpFoldResult>{queries}, element);
-                Value delta0 = tensor::EmptyOp::create(
-                    b, loc, SmallVector<OpFoldResult>{queries}, element);
+                // Pass 1: delta (and, without the forward's, logsumexp) of
+                // every query.
+                SmallVector<Value> stats0 = {tensor::EmptyOp::create(
+                    b, loc, SmallVector<OpFoldResult>{queries}, element)};
+                if (!forwardLse)
+                  stats0.push_back(tensor::EmptyOp::create(
+                      b, loc, SmallVector<OpFoldResult>{queries}, element));
                 auto statsLoop = scf::ForOp::create(
-                    b, loc, zero, queries, queryTile, ValueRange{lse0, delta0},
+                    b, loc, zero, queries, queryTile, stats0,
                     [&](OpBuilder &b, Location loc, Value t0, ValueRange stats) {
                       Value rows = arith::MinSIOp::create(
                           b, loc, queryTile,
                           arith::SubIOp::create(b, loc, queries, t0));
+                      auto insert1D = [&](Value tile, Value into) {
+                        return tensor::InsertSliceOp::create(
+                                   b, loc, tile, into, ArrayRef<OpFoldResult>{t0},
+                                   ArrayRef<OpFoldResult>{rows},
+                                   ArrayRef<OpFoldResult>{b.getIndexAttr(1)})
+                            .getResult();
+                      };
+                      // delta = rowsum(dO * O).
+                      Value oTile = tileOf(b, loc, o, batch, head, t0, rows);
+                      Value doTile = tileOf(b, loc, dO, batch, head, t0, rows);
+                      Value deltaInit = filledTensor(b, loc, rowType, {rows},
+                                                     b.getFloatAttr(element, 0));
+                      Value deltaTile =
+                          linalg::GenericOp::create(
+                              b, loc, TypeRange{rowType}, ValueRange{oTile, doTile},
+                              ValueRange{deltaInit},
+                              SmallVector<AffineMap>{id2, id2, rowMap},
+                              SmallVector<utils::IteratorType>{
+                                  utils::IteratorType::parallel,
+                                  utils::IteratorType::reduction},
+                              [](OpBuilder &nb, Location l, ValueRange a) {
+                                linalg::YieldOp::create(
+                                    nb, l,
+                                    arith::AddFOp::create(
+                                        nb, l, a[2],
+                                        arith::MulFOp::create(nb, l, a[0], a[1]))
+                                        .getResult());
+                              })
+                              .getResult(0);
+                      SmallVector<Value> next = {insert1D(deltaTile, stats[0])};
+                      if (forwardLse) {
+                        scf::YieldOp::create(b, loc, next);
+                        return;
+                      }
                       Value qTile = tileOf(b, loc, q, batch, head, t0, rows);
                       Value m0 = filledTensor(b, loc, rowType, {rows},
                                               b.getFloatAttr(element, -inf));
@@ -310,42 +348,23 @@ struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
                             return arith::SelectOp::create(nb, l, none, zeroF, lse)
                                 .getResult();
                           });
-                      // delta = rowsum(dO * O).
-                      Value oTile = tileOf(b, loc, o, batch, head, t0, rows);
-                      Value doTile = tileOf(b, loc, dO, batch, head, t0, rows);
-                      Value deltaInit = filledTensor(b, loc, rowType, {rows},
-                                                     b.getFloatAttr(element, 0));
-                      Value deltaTile =
-                          linalg::GenericOp::create(
-                              b, loc, TypeRange{rowType}, ValueRange{oTile, doTile},
-                              ValueRange{deltaInit},
-                              SmallVector<AffineMap>{id2, id2, rowMap},
-                              SmallVector<utils::IteratorType>{
-                                  utils::IteratorType::parallel,
-                                  utils::IteratorType::reduction},
-                              [](OpBuilder &nb, Location l, ValueRange a) {
-                                linalg::YieldOp::create(
-                                    nb, l,
-                                    arith::AddFOp::create(
-                                        nb, l, a[2],
-                                        arith::MulFOp::create(nb, l, a[0], a[1]))
-                                        .getResult());
-                              })
-                              .getResult(0);
-                      auto insert1D = [&](Value tile, Value into) {
-                        return tensor::InsertSliceOp::create(
-                                   b, loc, tile, into, ArrayRef<OpFoldResult>{t0},
-                                   ArrayRef<OpFoldResult>{rows},
-                                   ArrayRef<OpFoldResult>{b.getIndexAttr(1)})
-                            .getResult();
-                      };
-                      scf::YieldOp::create(
-                          b, loc,
-                          ValueRange{insert1D(lseTile, stats[0]),
-                                     insert1D(deltaTile, stats[1])});
+                      next.push_back(insert1D(lseTile, stats[1]));
+                      scf::YieldOp::create(b, loc, next);
                     });
-                Value lse = statsLoop.getResult(0);
-                Value delta = statsLoop.getResult(1);
+                Value delta = statsLoop.getResult(0);
+                // This head's row of the forward's [B, H, T] logsumexp.
+                Value lse =
+                    forwardLse
+                        ? tensor::ExtractSliceOp::create(
+                              b, loc, rowType, forwardLse,
+                              ArrayRef<OpFoldResult>{batch, head,
+                                                     b.getIndexAttr(0)},
+                              ArrayRef<OpFoldResult>{b.getIndexAttr(1),
+                                                     b.getIndexAttr(1),
+                                                     queries},
+                              SmallVector<OpFoldResult>(3, b.getIndexAttr(1)))
+                              .getResult()
+                        : statsLoop.getResult(1);
 
                 // Pass 2: key tiles outside, query tiles inside.
                 auto keyLoop = scf::ForOp::create(

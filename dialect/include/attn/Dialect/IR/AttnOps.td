@@ -742,8 +742,15 @@ def Attn_SdpaOp : Attn_Op<"sdpa",
     weights when a `seed` is given (training entry points), with the stream
     of `attn.dropout` indexed over the `[B, H, T, S]` weights.
 
+    With `logsumexp`, a second result `[B, H, T]` holds each query's
+    `log(sum_s exp(scaled score))` over its visible keys (before dropout),
+    0 for a query whose keys are all masked: the statistics `attn.sdpa_grad`
+    needs, which the forward pass computes anyway (`attn-share-attention-
+    stats` asks for them in training entry points).
+
     ```mlir
     %o = attn.sdpa %q, %k, %v mask causal : (tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>) -> tensor<?x6x?x32xf32>
+    %o2, %lse = attn.sdpa %q, %k, %v logsumexp : (tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>) -> (tensor<2x6x16x32xf32>, tensor<2x6x16xf32>)
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
@@ -754,13 +761,15 @@ def Attn_SdpaOp : Attn_Op<"sdpa",
                            "::attn::MaskKind::none">:$mask,
                        OptionalAttr<F64Attr>:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout,
-                       OptionalAttr<I64Attr>:$stream);
-  let results = (outs Attn_FloatTensor:$result);
+                       OptionalAttr<I64Attr>:$stream,
+                       UnitAttr:$return_logsumexp);
+  let results = (outs Attn_FloatTensor:$result,
+                      Optional<Attn_FloatTensor>:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`key_padding` $key_padding^)?
     (`mask` $mask^)? (`scale` $scale^)? (`dropout` $dropout^)?
-    (`seed` $seed^ `stream` $stream)? attr-dict
-    `:` functional-type(operands, results)
+    (`seed` $seed^ `stream` $stream)? (`logsumexp` $return_logsumexp^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -906,7 +915,9 @@ def Attn_SdpaGradOp : Attn_Op<"sdpa_grad",
   let description = [{
     The adjoints of query, key and value of an `attn.sdpa` with the same
     operands and attributes, from its output and the output's adjoint. The
-    scores are recomputed tile by tile; no `T x S` matrix is kept.
+    scores are recomputed tile by tile; no `T x S` matrix is kept. An
+    optional `logsumexp` operand is that `attn.sdpa`'s second result; without
+    it the lowering recomputes it in a pass over the keys of its own.
 
     ```mlir
     %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do mask causal : (tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>) -> (tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>)
@@ -915,6 +926,7 @@ def Attn_SdpaGradOp : Attn_Op<"sdpa_grad",
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                        Attn_FloatTensor:$value, Attn_FloatTensor:$output,
                        Attn_FloatTensor:$grad_output,
+                       Optional<Attn_FloatTensor>:$logsumexp,
                        Optional<Attn_BoolTensor>:$key_padding,
                        Optional<Attn_Seed>:$seed,
                        DefaultValuedAttr<Attn_MaskKind,
@@ -927,7 +939,7 @@ def Attn_SdpaGradOp : Attn_Op<"sdpa_grad",
                       Attn_FloatTensor:$grad_value);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $grad_output
-    (`key_padding` $key_padding^)? (`mask` $mask^)? (`scale` $scale^)?
+    (`logsumexp` $logsumexp^)? (`key_padding` $key_padding^)? (`mask` $mask^)? (`scale` $scale^)?
     (`dropout` $dropout^)? (`seed` $seed^ `stream` $stream)? attr-dict `:`
     functional-type(operands, results)
   }];

@@ -122,4 +122,19 @@ def AttnFuseEpilogues : Pass<"attn-fuse-epilogues"> {
   }];
 }
 
+def AttnShareAttentionStats : Pass<"attn-share-attention-stats"> {
+  let summary = "Gives each sdpa_grad the logsumexp its forward sdpa computes";
+  let description = [{
+    For every `attn.sdpa_grad` without a `logsumexp` operand whose `output`
+    operand is the result of an `attn.sdpa` with the same query, key, value,
+    key padding, seed, mask, scale, dropout and stream, rebuilds that sdpa
+    with its `logsumexp` result and passes it to the sdpa_grad. The
+    backward then skips the pass over all keys that recomputes each query's
+    logsumexp (FlashAttention-2 keeps it from the forward the same way).
+    The forward computes the same statistics in the same order, so results
+    do not change. Runs in attn-grad, after CSE has made the training entry
+    points' forward and reverse passes share their values.
+  }];
+}
+
 #endif // ATTN_DIALECT_TRANSFORMS_PASSES_TD

@@ -162,6 +162,12 @@ llvm::Expected<Tensor> sdpa(const Tensor &query, const Tensor &key,
                             const Tensor &value,
                             const AttentionOptions &options);
 
+/// Each query's log(sum_s exp(scaled score)) over its visible keys, [B, H,
+/// T]; 0 for a query with every key masked (sdpa's `logsumexp` result).
+llvm::Expected<Tensor> sdpaLogsumexp(const Tensor &query, const Tensor &key,
+                                     const Tensor &value,
+                                     const AttentionOptions &options);
+
 struct SdpaGradients {
   Tensor query, key, value;
 };
