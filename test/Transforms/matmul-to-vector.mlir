@@ -87,15 +87,24 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // CHECK-SAME:      attributes {llvm.linkage = #llvm.linkage<internal>}
 // Fewer rows than the tile (a decoding step): dot products along K, 4 x 4
 // accumulators, W read in place, one reduction per element of C; a single
-// row (one sequence decoding) takes 1 x 8, more rows of W in flight.
+// row (one sequence decoding) takes 1 x 12 when W has 2^18 elements or more
+// (1 MiB: streamed from memory), else 1 x 8: more rows of W in flight.
 // CHECK:         %[[FEW:.*]] = arith.cmpi ult, %{{.*}}, %c8 : index
 // CHECK:         scf.if %[[FEW]] {
 // CHECK:           scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-16:    vector.fma
 // CHECK:           vector.reduction <add>
-// CHECK:           scf.for {{.*}} step %c8
-// CHECK:             scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK-COUNT-8:       vector.fma
+// CHECK:           %[[WN:.*]] = memref.dim %[[B]], %c0
+// CHECK:           %[[WSIZE:.*]] = arith.muli %{{.*}}, %[[WN]]
+// CHECK:           %[[STREAMED:.*]] = arith.cmpi uge, %[[WSIZE]], %c262144
+// CHECK:           scf.if %[[STREAMED]] {
+// CHECK:             scf.for {{.*}} step %c12
+// CHECK:               scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-12:        vector.fma
+// CHECK:           } else {
+// CHECK:             scf.for {{.*}} step %c8
+// CHECK:               scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-8:         vector.fma
 // CHECK:         } else {
 // CHECK:         %[[PACK:.*]] = memref.alloca(%{{.*}}, %{{.*}}) {alignment = 64 : i64} : memref<?x?xf32>
 // CHECK:         scf.for %{{.*}} = %[[NB]] to %[[NE]] step %c128
