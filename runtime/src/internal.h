@@ -49,7 +49,9 @@ const char *attn_format_shape(char *buf, size_t n, int32_t rank,
 /*===- Tensors (tensor.c) -------------------------------------------------===*/
 
 /* 64-byte-aligned allocation freed with free(); size 0 gives a valid
- * pointer. */
+ * pointer. One of ATTN_HUGE_PAGE bytes or more is aligned to ATTN_HUGE_PAGE
+ * and advised to use transparent huge pages. */
+#define ATTN_HUGE_PAGE ((size_t)2 << 20)
 void *attn_aligned_malloc(size_t size);
 
 /* Product of dims, or -1 on a negative dim or overflow. */

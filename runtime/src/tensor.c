@@ -6,7 +6,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#define _DEFAULT_SOURCE /* madvise */
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 #include "internal.h"
@@ -65,6 +67,22 @@ void *attn_aligned_malloc(size_t size) {
   size_t rounded = (size + 63) & ~(size_t)63;
   if (rounded < size)
     return NULL;
+  /* A buffer of 2 MiB or more (parameters, gradients, moments, the
+   * activation arena) is aligned to 2 MiB and asked for transparent huge
+   * pages: the products stream it with far fewer TLB misses. Debian's
+   * default THP mode is `madvise`, which gives huge pages only to regions
+   * that ask. Measured side by side: gpt2_small's decode step 1.12-1.15x
+   * faster on one thread, train steps and forwards 1.04-1.05x (docs/
+   * Runtime.md). A kernel without THP ignores the advice. */
+  if (rounded >= ATTN_HUGE_PAGE) {
+    size_t whole = (rounded + ATTN_HUGE_PAGE - 1) & ~(ATTN_HUGE_PAGE - 1);
+    if (whole < rounded)
+      return NULL;
+    void *p = aligned_alloc(ATTN_HUGE_PAGE, whole);
+    if (p)
+      (void)madvise(p, whole, MADV_HUGEPAGE);
+    return p;
+  }
   return aligned_alloc(64, rounded ? rounded : 64);
 }
 

@@ -160,8 +160,11 @@ typedef struct attn_allocator {
  * zero field is the default, so fields added later keep old callers valid). */
 typedef struct attn_options {
   int32_t num_threads;             /* 0: every available core */
-  const attn_allocator *allocator; /* NULL: aligned_alloc/free; borrowed,
-                                      must outlive the context */
+  const attn_allocator *allocator; /* NULL: aligned_alloc/free, buffers of
+                                      2 MiB or more 2 MiB aligned and
+                                      advised to use transparent huge
+                                      pages; borrowed, must outlive the
+                                      context */
   int64_t arena_bytes;             /* the activation arena allocated up
                                       front (e.g. NAME_ARENA_BYTES + (B - 1)
                                       * NAME_ARENA_BYTES_PER_BATCH from the
