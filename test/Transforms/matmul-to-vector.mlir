@@ -87,8 +87,10 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // CHECK-SAME:      attributes {llvm.linkage = #llvm.linkage<internal>}
 // Fewer rows than the tile (a decoding step): dot products along K, 4 x 4
 // accumulators, W read in place, one reduction per element of C; a single
-// row (one sequence decoding) takes 1 x 12 when W has 2^18 elements or more
-// (1 MiB: streamed from memory), else 1 x 8: more rows of W in flight.
+// row (one sequence decoding) takes 1 x 8 while W has fewer than 2^18
+// elements (1 MiB, in cache); a larger W streams from memory and each
+// element of C is then one dot product along W's row (4 accumulators, 64
+// columns a step, then 16, then the masked rest), read front to back.
 // CHECK:         %[[FEW:.*]] = arith.cmpi ult, %{{.*}}, %c8 : index
 // CHECK:         scf.if %[[FEW]] {
 // CHECK:           scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
@@ -98,9 +100,15 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // CHECK:           %[[WSIZE:.*]] = arith.muli %{{.*}}, %[[WN]]
 // CHECK:           %[[STREAMED:.*]] = arith.cmpi uge, %[[WSIZE]], %c262144
 // CHECK:           scf.if %[[STREAMED]] {
-// CHECK:             scf.for {{.*}} step %c12
-// CHECK:               scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK-COUNT-12:        vector.fma
+// CHECK:             scf.for {{.*}} step %c1 {
+// CHECK:               scf.for {{.*}} step %c64 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4:         vector.fma
+// CHECK:               scf.for {{.*}} step %c16 iter_args({{.*}}) -> (vector<16xf32>)
+// CHECK:                 vector.fma
+// CHECK:               vector.transfer_read %[[B]]{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>, vector<16xf32>
+// CHECK:               vector.fma
+// CHECK:               vector.reduction <add>
+// CHECK:               memref.store
 // CHECK:           } else {
 // CHECK:             scf.for {{.*}} step %c8
 // CHECK:               scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)

@@ -21,7 +21,11 @@ so that both compute the same function.
 `generate`: greedy, N new tokens after a P-token prompt, prompt processing
 included. attnc through the runtime's attn_generate (its prefill/decode_step
 path, with the key/value cache, when the model has them); PyTorch with a
-hand-written key/value cache over the same module's weights.
+hand-written key/value cache over the same module's weights. --rounds
+rounds, systems in turn, medians; each round starts with the read loop of
+`peak` (0.5 s on 1 and 2 threads), whose medians give the decode step's
+bound: the host's bandwidth moves over minutes, so the bound is measured
+next to the steps it bounds.
 
 `train step`: one optimizer step on a fixed batch (B from MODELS, T = 256,
 targets = the next tokens), timed whole. attnc: the compiled train_step
@@ -49,7 +53,7 @@ Sections (--only, default all; printed in this order, each its own table):
 (useful FLOPs per token: 2 per weight of every matrix product + causal
 attention's 2 d T per layer for a forward, 3x that for a train step) and
 for the decode-step bound (every weight but the position table read once
-at the measured bandwidth); they run it too.
+at the read loop's bandwidth, measured again in the generate rounds).
 
 `gemm`: every matrix product char_gpt and gpt2_small run (--models), at
 their shapes: per layer (qkv, proj, fc, fc_out, head) the forward x W^T at
@@ -765,13 +769,29 @@ def model_lets(model):
 # ------------------------------------------------------------ peak section
 
 
+def peak_exe(bench):
+    """tools/bench/peak.c, built once per run."""
+    exe = os.path.join(bench.work, "peak")
+    if not getattr(bench, "peak_built", False):
+        run([bench.cc, "-O3", "-march=native", "-pthread", "-o", exe,
+             os.path.join(ROOT, "tools", "bench", "peak.c")])
+        bench.peak_built = True
+    return exe
+
+
+def read_bandwidth(bench, threads, seconds):
+    """GB/s of the read loop over --peak-mib on `threads` threads, the best
+    run in `seconds`."""
+    out = run([peak_exe(bench), "read", str(threads), str(bench.args.peak_mib),
+               str(seconds)]).split()
+    return float(out[1])
+
+
 def run_peak(bench):
     """FMA peak (1 and 2 threads) and read bandwidth over 512 MiB: a dict
     with keys ("fma", threads) in GFLOP/s and ("read", threads) in GB/s,
     and the table rows."""
-    exe = os.path.join(bench.work, "peak")
-    run([bench.cc, "-O3", "-march=native", "-pthread", "-o", exe,
-         os.path.join(ROOT, "tools", "bench", "peak.c")])
+    exe = peak_exe(bench)
     seconds = bench.args.peak_seconds
     peak, rows = {}, []
     for threads in THREADS:
@@ -782,10 +802,9 @@ def run_peak(bench):
                      f"{float(out[1]):.1f} GFLOP/s"))
     for threads in THREADS:
         log(f"[peak] read bandwidth, {threads} thread(s)")
-        out = run([exe, "read", str(threads), str(bench.args.peak_mib), str(seconds)]).split()
-        peak[("read", threads)] = float(out[1])
+        peak[("read", threads)] = read_bandwidth(bench, threads, seconds)
         rows.append((f"read, {bench.args.peak_mib} MiB buffer", threads,
-                     f"{float(out[1]):.1f} GB/s"))
+                     f"{peak[('read', threads)]:.1f} GB/s"))
     return peak, rows
 
 
@@ -1089,17 +1108,31 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                                  pct(flops_at(T) * b * T / med, int(threads)), n))
             if args.gen_new and "generate" in sections:
                 log(f"[{model}] generate")
-                gen = {name: s.generate(args.gen_prompt, args.gen_new)
-                       for name, s in systems.items()}
+                # --rounds rounds, systems in turn, each round starting with
+                # the read loop on 1 and 2 threads: the host's bandwidth
+                # moves by up to 1.5x over minutes (other tenants), so the
+                # bound of a decode step is measured next to it, not only in
+                # the peak section. Medians of the rounds.
+                runs = {name: [] for name in systems}
+                reads = {t: [] for t in THREADS}
+                for _ in range(args.rounds):
+                    for t in THREADS:
+                        reads[t].append(read_bandwidth(bench, t, 0.5))
+                    for name, s in systems.items():
+                        runs[name].append(s.generate(args.gen_prompt, args.gen_new))
+                gen = {name: (statistics.median(r[0] for r in rs),
+                              statistics.median(r[1] for r in rs))
+                       for name, rs in runs.items()}
                 ref = gen.get("PyTorch/2")
                 for name in order(gen):
                     system, threads = name.split("/")
                     rows.append((model, f"generate {args.gen_new} after {args.gen_prompt}",
                                  system + " eager" * (system == "PyTorch"), threads,
                                  f"{gen[name][0]:,.1f}",
-                                 f"{gen[name][0] / ref[0]:.2f}" if ref else "-", "-", 1))
+                                 f"{gen[name][0] / ref[0]:.2f}" if ref else "-", "-",
+                                 len(runs[name])))
                     step = gen[name][1]
-                    bw = peak.get(("read", int(threads)))
+                    bw = statistics.median(reads[int(threads)])
                     bound = weight_bytes / (bw * 1e9) if bw else None
                     decode_rows.append((
                         model, system + " eager" * (system == "PyTorch"), threads,
@@ -1185,7 +1218,7 @@ def main():
     parser.add_argument("--train-budget", type=float, default=30.0,
                         help="seconds of train steps per system and model, about; 0: no "
                              "train step")
-    parser.add_argument("--gen-new", type=int, default=32)
+    parser.add_argument("--gen-new", type=int, default=64)
     parser.add_argument("--gen-prompt", type=int, default=64)
     parser.add_argument("--peak-seconds", type=float, default=1.0,
                         help="seconds per peak measurement")
@@ -1279,8 +1312,9 @@ def main():
         print(markdown(("model", "workload", "system", "threads", "tokens/s", "ratio",
                         "% FMA peak", "runs"), rows))
     if decode_rows:
-        print("\nDecode step (generate, after the first token) vs streaming the weights once "
-              "at the read bandwidth of the same thread count (% of bound = bound / step; "
+        print("\nDecode step (generate, after the first token; median of the rounds) vs "
+              "streaming the weights once at the read bandwidth of the same thread count, "
+              "measured at the start of each round (median; % of bound = bound / step; "
               "target >= 90):\n")
         print(markdown(("model", "system", "threads", "ms/step", "steps/s", "weights MB",
                         "bound ms", "% of bound"), decode_rows))
