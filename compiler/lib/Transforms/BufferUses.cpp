@@ -10,6 +10,23 @@ using namespace mlir;
 
 namespace attn {
 
+bool isBufferView(Operation *op) {
+  return isa<ViewLikeOpInterface, memref::CastOp, memref::CollapseShapeOp,
+             memref::ExpandShapeOp>(op);
+}
+
+Value rootBuffer(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      value = view.getViewSource();
+    else if (isBufferView(def))
+      value = def->getOperand(0);
+    else
+      break;
+  }
+  return value;
+}
+
 /// Whether `value` (a buffer or a view of it) only ever reaches ops that
 /// read or write through it.
 bool staysLocal(Value value, memref::DeallocOp &dealloc, int depth) {
@@ -27,8 +44,7 @@ bool staysLocal(Value value, memref::DeallocOp &dealloc, int depth) {
             memref::ExtractStridedMetadataOp>(user) ||
         user->hasTrait<OpTrait::IsTerminator>())
       return false;
-    if (isa<ViewLikeOpInterface, memref::CastOp, memref::CollapseShapeOp,
-            memref::ExpandShapeOp>(user)) {
+    if (isBufferView(user)) {
       for (Value result : user->getResults())
         if (!staysLocal(result, dealloc, depth + 1))
           return false;
@@ -46,8 +62,7 @@ bool staysLocal(Value value, memref::DeallocOp &dealloc, int depth) {
 void collectUsers(Value value, SmallVectorImpl<Operation *> &users) {
   for (Operation *user : value.getUsers()) {
     users.push_back(user);
-    if (isa<ViewLikeOpInterface, memref::CastOp, memref::CollapseShapeOp,
-            memref::ExpandShapeOp>(user))
+    if (isBufferView(user))
       for (Value result : user->getResults())
         collectUsers(result, users);
   }

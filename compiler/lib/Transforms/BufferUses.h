@@ -1,8 +1,9 @@
 //===- BufferUses.h - How a temporary buffer is used ------------*- C++ -*-===//
 //
 // Helpers shared by the passes that rearrange the temporaries bufferisation
-// creates (attn-reuse-buffers, attn-plan-arena): whether a buffer stays
-// local to its function, who uses it, and a canonical form of its sizes.
+// creates (attn-reuse-buffers, attn-plan-arena, attn-group-matmul-
+// epilogues): what a buffer is a view of, whether it stays local to its
+// function, who uses it, and a canonical form of its sizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,14 @@ namespace attn {
 /// its pointer taken, yielded).
 bool staysLocal(mlir::Value value, mlir::memref::DeallocOp &dealloc,
                 int depth = 0);
+
+/// Whether `op`'s results view its first operand's memory: subviews, views,
+/// casts and reshapes.
+bool isBufferView(mlir::Operation *op);
+
+/// The buffer `value` is a view of (through isBufferView ops), or `value`
+/// itself.
+mlir::Value rootBuffer(mlir::Value value);
 
 /// Every op using `value` or a view of it.
 void collectUsers(mlir::Value value,

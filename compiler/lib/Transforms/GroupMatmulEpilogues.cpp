@@ -32,7 +32,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -43,8 +42,7 @@ namespace {
 /// Whether `op` reads or writes through its buffer operand rather than
 /// only viewing it, measuring it or freeing it.
 bool touchesData(Operation *op) {
-  return !isa<ViewLikeOpInterface, memref::CastOp, memref::CollapseShapeOp,
-              memref::ExpandShapeOp, memref::DimOp, memref::DeallocOp>(op);
+  return !isBufferView(op) && !isa<memref::DimOp, memref::DeallocOp>(op);
 }
 
 /// Whether `op` writes or frees no memory (allocating is fine).

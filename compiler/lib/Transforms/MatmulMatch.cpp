@@ -6,7 +6,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -171,19 +170,6 @@ bool isZeroFillOf(Operation *op, Value c) {
   return fill && fill.hasPureBufferSemantics() &&
          fill.getDpsInitOperand(0)->get() == c &&
          matchPattern(fill.getDpsInputOperand(0)->get(), m_PosZeroFloat());
-}
-
-Value rootBuffer(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-      value = view.getViewSource();
-    else if (isa<memref::CastOp, memref::CollapseShapeOp,
-                 memref::ExpandShapeOp>(def))
-      value = def->getOperand(0);
-    else
-      break;
-  }
-  return value;
 }
 
 } // namespace attn

@@ -57,10 +57,6 @@ std::optional<Epilogue> matchEpilogue(mlir::linalg::GenericOp op,
 /// a product into `c` right after it can start from zeros instead.
 bool isZeroFillOf(mlir::Operation *op, mlir::Value c);
 
-/// The buffer `value` is a view of (through subviews, views, casts and
-/// reshapes), or `value` itself.
-mlir::Value rootBuffer(mlir::Value value);
-
 /// The attribute attn-group-matmul-epilogues puts on an epilogue it placed
 /// right after its product (MatmulToVector fuses only those).
 inline constexpr llvm::StringLiteral kMatmulEpilogueAttr =

@@ -104,6 +104,8 @@ public:
     f32 = b.getF32Type();
     vecType = VectorType::get({lanes}, f32);
     zeroF = arith::ConstantOp::create(b, b.getF32FloatAttr(0));
+    zeroV = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(vecType, b.getF32FloatAttr(0)));
     if (!ops.transposedB || ops.transposedA)
       return emitPacked(nBegin, nEnd);
     // Fewer rows than a register tile (a decoding step's B tokens): packing
@@ -158,13 +160,13 @@ public:
     // One row (a decoding step of one sequence) reads W at memory speed.
     // While W stays in cache (under 2^18 elements, 1 MiB), 1 x 8 tiles (with
     // 32 registers): twice the columns of the 4-row groups. A larger W
-    // streams from memory: then
-    // each element of C is one dot product reading its row of W front to
-    // back, so that the loop over columns reads W as one sequential stream
-    // (emitRowDot). Measured side by side, gpt2_small's decode step went
-    // 1.19-1.21x faster on one thread and 0.99-1.09x on two than with 1 x 12
-    // tiles, themselves 1.08-1.11x / 1.02-1.15x faster than 1 x 8; on a host
-    // at half the bandwidth the row order measured the same on one thread.
+    // streams from memory: then each element of C is one dot product reading
+    // its row of W front to back, so that the loop over columns reads W as
+    // one sequential stream (emitRowDot). Measured side by side,
+    // gpt2_small's decode step went 1.19-1.21x faster on one thread and
+    // 0.99-1.09x on two than with 1 x 12 tiles, themselves 1.08-1.11x /
+    // 1.02-1.15x faster than 1 x 8; on a host at half the bandwidth the row
+    // order measured the same on one thread.
     auto rowGroup = [&](ImplicitLocOpBuilder &ib, Value m0, int64_t mr) {
       if (mr != 1)
         return columnTiles(ib, m0, mr, cols4);
@@ -264,8 +266,6 @@ public:
   void emitRowDot(ImplicitLocOpBuilder &ib, Value m, Value n, Value k,
                   Value kFull) {
     constexpr int64_t kUnroll = 4;
-    Value zeroV = arith::ConstantOp::create(
-        ib, DenseElementsAttr::get(vecType, ib.getF32FloatAttr(0)));
     Value kUnrolled = arith::SubIOp::create(
         ib, k, arith::RemSIOp::create(ib, k, index(ib, kUnroll * lanes)));
     auto fma = [&](ImplicitLocOpBuilder &lb, Value kk, Value acc,
@@ -301,12 +301,17 @@ public:
     Value total = arith::AddFOp::create(
         ib, arith::AddFOp::create(ib, acc[0], acc[1]),
         arith::AddFOp::create(ib, acc[2], acc[3]));
-    Value sum =
-        vector::ReductionOp::create(ib, vector::CombiningKind::ADD, total);
+    storeDot(ib, total, m, n);
+  }
+
+  /// C[row, col] (+)= the sum of the lanes of `acc`: added to C's value, or
+  /// stored alone with zeroInit.
+  void storeDot(ImplicitLocOpBuilder &ib, Value acc, Value row, Value col) {
+    Value sum = vector::ReductionOp::create(ib, vector::CombiningKind::ADD, acc);
     if (!zeroInit)
       sum = arith::AddFOp::create(
-          ib, memref::LoadOp::create(ib, ops.c, ValueRange{m, n}), sum);
-    memref::StoreOp::create(ib, sum, ops.c, ValueRange{m, n});
+          ib, memref::LoadOp::create(ib, ops.c, ValueRange{row, col}), sum);
+    memref::StoreOp::create(ib, sum, ops.c, ValueRange{row, col});
   }
 
   void emitDotTile(ImplicitLocOpBuilder &ib, Value m0, int64_t mr, Value n0,
@@ -316,8 +321,6 @@ public:
       rowIdx.push_back(i ? arith::AddIOp::create(ib, m0, index(ib, i)) : m0);
     for (int64_t j = 0; j < nr; ++j)
       colIdx.push_back(j ? arith::AddIOp::create(ib, n0, index(ib, j)) : n0);
-    Value zeroV = arith::ConstantOp::create(
-        ib, DenseElementsAttr::get(vecType, ib.getF32FloatAttr(0)));
     SmallVector<Value> init(mr * nr, zeroV);
     // One step of the dot products at kk; `inBounds` false masks past K.
     auto step = [&](ImplicitLocOpBuilder &lb, Value kk, ValueRange acc,
@@ -345,18 +348,8 @@ public:
     // The last K % lanes elements, masked (nothing when K is a multiple).
     SmallVector<Value> acc = step(ib, kFull, loop.getResults(), false);
     for (int64_t i = 0; i < mr; ++i)
-      for (int64_t j = 0; j < nr; ++j) {
-        Value sum = vector::ReductionOp::create(
-            ib, vector::CombiningKind::ADD, acc[i * nr + j]);
-        if (!zeroInit)
-          sum = arith::AddFOp::create(
-              ib,
-              memref::LoadOp::create(ib, ops.c,
-                                     ValueRange{rowIdx[i], colIdx[j]}),
-              sum);
-        memref::StoreOp::create(ib, sum, ops.c,
-                                ValueRange{rowIdx[i], colIdx[j]});
-      }
+      for (int64_t j = 0; j < nr; ++j)
+        storeDot(ib, acc[i * nr + j], rowIdx[i], colIdx[j]);
   }
 
   /// The packed, register-tiled product (the file comment's loop nest).
@@ -554,9 +547,7 @@ private:
           /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(ib);
       ib.setInsertionPointToStart(init.thenBlock());
-      Value zeros = arith::ConstantOp::create(
-          ib, DenseElementsAttr::get(vecType, ib.getF32FloatAttr(0)));
-      scf::YieldOp::create(ib, SmallVector<Value>(mr * nv, zeros));
+      scf::YieldOp::create(ib, SmallVector<Value>(mr * nv, zeroV));
       ib.setInsertionPointToStart(init.elseBlock());
       scf::YieldOp::create(ib, readC(ib));
       acc.assign(init.getResults().begin(), init.getResults().end());
@@ -621,7 +612,7 @@ private:
   const KernelEpilogue *epilogue;
   Type f32;
   VectorType vecType;
-  Value zeroF;
+  Value zeroF, zeroV; // 0.0 and a vector of zeros, at the kernel's entry
 };
 
 /// The operand type every kernel takes: any 2-D f32 buffer with unit

@@ -52,6 +52,19 @@ Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs,
       .getResult(0);
 }
 
+Value rowLogsumexp(OpBuilder &b, Location loc, Value max, Value sumExp) {
+  auto type = cast<RankedTensorType>(max.getType());
+  Value zero = floatConstant(b, loc, type.getElementType(), 0);
+  return buildElementwise(
+      b, loc, type, {max, sumExp}, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value none =
+            arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], zero);
+        Value lse =
+            arith::AddFOp::create(nb, l, a[0], math::LogOp::create(nb, l, a[1]));
+        return arith::SelectOp::create(nb, l, none, zero, lse).getResult();
+      });
+}
+
 /// The [rows, cols] slice at (b, h, row0, 0) of a [B, H, R, C] tensor.
 Value tileOf(OpBuilder &b, Location loc, Value tensor, Value batch, Value head,
              Value row0, Value rows) {
@@ -408,21 +421,9 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
                       SmallVector<Value> updated = {tensor::InsertSliceOp::create(
                           b, loc, oTile, queryArgs[0], offsets, sizes, strides)};
                       if (withLogsumexp) {
-                        // L = m + log(l); 0 for a query that sees no key.
-                        Value lseTile = buildElementwise(
-                            b, loc, rowType, {mFinal, lFinal},
-                            [&](OpBuilder &nb, Location l, ValueRange a) {
-                              Value none = arith::CmpFOp::create(
-                                  nb, l, arith::CmpFPredicate::OEQ, a[1],
-                                  zeroF);
-                              Value lse = arith::AddFOp::create(
-                                  nb, l, a[0], math::LogOp::create(nb, l, a[1]));
-                              return arith::SelectOp::create(nb, l, none, zeroF,
-                                                             lse)
-                                  .getResult();
-                            });
                         updated.push_back(tensor::InsertSliceOp::create(
-                            b, loc, lseTile, queryArgs[1],
+                            b, loc, rowLogsumexp(b, loc, mFinal, lFinal),
+                            queryArgs[1],
                             ArrayRef<OpFoldResult>(offsets).drop_back(),
                             ArrayRef<OpFoldResult>(sizes).drop_back(),
                             ArrayRef<OpFoldResult>(strides).drop_back()));

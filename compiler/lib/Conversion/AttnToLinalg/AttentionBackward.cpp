@@ -322,18 +322,9 @@ struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
                                 });
                             scf::YieldOp::create(b, loc, ValueRange{mNew, lNext});
                           });
-                      // L = m + log(l); 0 for a query that sees no key.
-                      Value lseTile = buildElementwise(
-                          b, loc, rowType, {keyResults[0], keyResults[1]},
-                          [&](OpBuilder &nb, Location l, ValueRange a) {
-                            Value none = arith::CmpFOp::create(
-                                nb, l, arith::CmpFPredicate::OEQ, a[1], zeroF);
-                            Value lse = arith::AddFOp::create(
-                                nb, l, a[0], math::LogOp::create(nb, l, a[1]));
-                            return arith::SelectOp::create(nb, l, none, zeroF, lse)
-                                .getResult();
-                          });
-                      next.push_back(insert1D(lseTile, stats[1]));
+                      next.push_back(insert1D(
+                          rowLogsumexp(b, loc, keyResults[0], keyResults[1]),
+                          stats[1]));
                       scf::YieldOp::create(b, loc, next);
                     });
                 Value delta = statsLoop.getResult(0);

@@ -143,6 +143,12 @@ mlir::Value contract(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
                      mlir::AffineMap rhsMap, mlir::RankedTensorType type,
                      llvm::ArrayRef<mlir::OpFoldResult> sizes);
 
+/// Each row's logsumexp from an online softmax's running maximum `max` and
+/// sum of exp(x - max) `sumExp` (both [rows]): max + log(sumExp), 0 for a
+/// row that saw no key (sum 0).
+mlir::Value rowLogsumexp(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value max, mlir::Value sumExp);
+
 /// The [rows, C] slice at (batch, head, row0, 0) of a [B, H, R, C] tensor.
 mlir::Value tileOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value tensor,
                    mlir::Value batch, mlir::Value head, mlir::Value row0,
