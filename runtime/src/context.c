@@ -195,6 +195,8 @@ attn_status attn_ctx_create(const attn_model_info *model,
   }
   memset(ctx->params, 0, bytes);
   st = attn_pool_create(opts->num_threads, &ctx->pool);
+  if (!st)
+    st = attn_device_create(ctx);
   if (!st && opts->arena_bytes > 0)
     st = attn_ctx_reserve_arena(ctx, opts->arena_bytes);
   if (st) {
@@ -209,6 +211,7 @@ void attn_ctx_destroy(attn_ctx *ctx) {
   if (!ctx)
     return;
   attn_pool_destroy(ctx->pool);
+  attn_device_destroy(ctx);
   ctx->allocator.free(ctx->allocator.user, ctx->params);
   free(ctx->kv_cache);
   float *train[] = {ctx->grads, ctx->first_moment, ctx->second_moment};
@@ -293,6 +296,9 @@ attn_status attn_ctx_train_buffer(attn_ctx *ctx, attn_arg_kind kind,
                                         "argument kind %d has no training "
                                         "buffer",
                                         (int)kind));
+  attn_status st = attn_device_to_host(ctx);
+  if (st)
+    return attn_ctx_fail(ctx, st);
   float **slot = attn_ctx_train_slot(ctx, kind);
   if (!slot)
     return attn_ctx_fail(
@@ -316,7 +322,14 @@ const attn_model_info *attn_ctx_model(const attn_ctx *ctx) {
   return ctx->model;
 }
 
-float *attn_ctx_params(attn_ctx *ctx) { return ctx->params; }
+float *attn_ctx_params(attn_ctx *ctx) {
+  /* A failed download leaves the context's error set; the host copy is
+   * still the caller's to write. */
+  attn_status st = attn_device_to_host(ctx);
+  if (st)
+    (void)attn_ctx_fail(ctx, st);
+  return ctx->params;
+}
 
 attn_pool *attn_ctx_pool(attn_ctx *ctx) { return ctx->pool; }
 
@@ -325,6 +338,9 @@ attn_status attn_ctx_param(attn_ctx *ctx, int32_t index, attn_tensor *view) {
     return attn_ctx_fail(ctx, attn_fail(ATTN_ERR_NOT_FOUND,
                                         "model '%s' has no parameter %d",
                                         ctx->model->name, (int)index));
+  attn_status st = attn_device_to_host(ctx);
+  if (st)
+    return attn_ctx_fail(ctx, st);
   const attn_param_info *p = &ctx->model->params[index];
   return attn_ctx_fail(ctx, attn_tensor_view(view, ATTN_F32, p->rank, p->shape,
                                              ctx->params + p->offset));

@@ -160,6 +160,9 @@ attn_status attn_init_params(attn_ctx *ctx, uint64_t seed) {
   if (!ctx)
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL context");
   const attn_model_info *m = ctx->model;
+  attn_status synced = attn_device_to_host(ctx);
+  if (synced)
+    return synced;
   init_job job;
   /* Every initialiser is checked before any parameter changes. */
   for (int32_t i = 0; i < m->num_params; ++i) {

@@ -158,8 +158,37 @@ struct attn_ctx {
   void *arena;
   int64_t arena_bytes;
   int64_t arena_need;
+  /* A CUDA model's device copies of the buffers above (device.c); NULL
+   * for a CPU model. */
+  struct attn_device_state *device;
   char error[ATTN_ERROR_MAX];
 };
+
+/*===- The GPU half of a context (device.c) -------------------------------===*/
+
+typedef struct attn_device_state attn_device_state;
+
+/* Sets up a CUDA model's context: the driver, every kernel module compiled
+ * now, the device buffers of the call's hyperparameters and seed. Nothing
+ * for a CPU model. */
+attn_status attn_device_create(attn_ctx *ctx);
+void attn_device_destroy(attn_ctx *ctx);
+
+/* Before the host reads or writes the context's buffers: downloads those a
+ * call changed; the next call uploads them all again (the host may have
+ * written them). Nothing for a CPU model. */
+attn_status attn_device_to_host(attn_ctx *ctx);
+
+/* The device copy of the buffer an argument of `kind` of entry point `e`
+ * takes (`bytes` bytes), current for the call; the call is taken to write
+ * the buffers it updates. */
+attn_status attn_device_arg(attn_ctx *ctx, const attn_entry_info *e,
+                            int32_t kind, size_t bytes, void **data);
+
+/* The device's activation arena and its growth after a call that needed
+ * more (as attn_ctx_grow_arena). */
+void *attn_device_arena(attn_ctx *ctx, int64_t *bytes);
+attn_status attn_device_grow_arena(attn_ctx *ctx, int64_t bytes);
 
 /* The context's buffer for an argument of kind ATTN_ARG_GRADS,
  * ATTN_ARG_FIRST_MOMENT or ATTN_ARG_SECOND_MOMENT, allocated and zeroed on

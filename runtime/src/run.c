@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda.h"
 #include "internal.h"
 
 /* Pointers passed to an entry point: the result pointer plus arguments. */
@@ -413,6 +414,158 @@ static attn_status check_kv_cache(attn_ctx *ctx, const attn_entry_info *e,
   return ATTN_OK;
 }
 
+/* The buffer an argument of the call is: what the runtime holds for its
+ * kind, or the caller's next input. */
+typedef struct call_arg {
+  void *data;
+  int32_t rank;
+  const int64_t *dims;
+  int64_t size; /* the one dim of a rank-1 buffer */
+} call_arg;
+
+static call_arg host_arg(attn_ctx *ctx, const attn_tensor_info *info,
+                         const attn_tensor *const *inputs, int32_t *next) {
+  const attn_model_info *m = ctx->model;
+  call_arg arg = {NULL, 1, NULL, 0};
+  switch (info->kind) {
+  case ATTN_ARG_PARAMS:
+    arg.data = ctx->params;
+    arg.size = m->num_param_elements;
+    break;
+  case ATTN_ARG_KV_CACHE:
+    arg.data = ctx->kv_cache;
+    arg.size = ctx->kv_batch * ctx->kv_state[1] *
+               m->kv_cache_floats_per_position;
+    break;
+  case ATTN_ARG_KV_STATE:
+    arg.data = ctx->kv_state;
+    arg.size = ATTN_KV_STATE_SIZE;
+    break;
+  case ATTN_ARG_GRADS:
+  case ATTN_ARG_FIRST_MOMENT:
+  case ATTN_ARG_SECOND_MOMENT:
+    arg.data = *attn_ctx_train_slot(ctx, info->kind);
+    arg.size = m->num_param_elements;
+    break;
+  case ATTN_ARG_HYPER:
+    arg.data = ctx->hyper;
+    arg.size = ATTN_HYPER_COUNT;
+    break;
+  case ATTN_ARG_SEED:
+    arg.data = &ctx->seed;
+    arg.rank = 0;
+    break;
+  case ATTN_ARG_ARENA:
+    arg.data = ctx->arena;
+    arg.size = ctx->arena_bytes;
+    break;
+  case ATTN_ARG_ARENA_NEED:
+    arg.data = &ctx->arena_need;
+    arg.rank = 0;
+    break;
+  default: {
+    const attn_tensor *t = inputs[(*next)++];
+    arg.data = t->data;
+    arg.rank = t->rank;
+    arg.dims = t->dims;
+    return arg;
+  }
+  }
+  arg.dims = &arg.size;
+  return arg;
+}
+
+/* A CUDA model's argument: the device copy of the runtime's buffer, or of
+ * the caller's input (copied into `*owned`, freed after the call). The
+ * key/value cache's state and the arena's need stay in host memory. */
+static attn_status device_arg(attn_ctx *ctx, const attn_entry_info *e,
+                              const attn_tensor_info *info, call_arg *arg,
+                              void **owned) {
+  switch (info->kind) {
+  case ATTN_ARG_KV_STATE:
+  case ATTN_ARG_ARENA_NEED:
+    return ATTN_OK;
+  case ATTN_ARG_ARENA:
+    arg->data = attn_device_arena(ctx, &arg->size);
+    return ATTN_OK;
+  case ATTN_ARG_INPUT: {
+    size_t bytes = attn_numel(arg->rank, arg->dims) *
+                   attn_dtype_size((attn_dtype)info->dtype);
+    attn_status st = attn_cuda_alloc(owned, bytes);
+    if (!st)
+      st = attn_cuda_upload(*owned, arg->data, bytes);
+    arg->data = *owned;
+    return st;
+  }
+  default: {
+    size_t elem = info->kind == ATTN_ARG_SEED ? sizeof(int64_t) : sizeof(float);
+    size_t bytes = (size_t)(arg->rank ? arg->size : 1) * elem;
+    return attn_device_arg(ctx, e, info->kind, bytes, &arg->data);
+  }
+  }
+}
+
+/* Waits for a CUDA model's call and reports what failed in it. */
+static attn_status finish_device_call(void) {
+  attn_status st = attn_cuda_synchronize();
+  attn_status pending = attn_cuda_take_error();
+  return st ? st : pending;
+}
+
+static int64_t arena_bytes(attn_ctx *ctx) {
+  int64_t bytes = ctx->arena_bytes;
+  if (ctx->device)
+    (void)attn_device_arena(ctx, &bytes);
+  return bytes;
+}
+
+/* A CUDA model's results: device buffers the compiled code allocated,
+ * copied into host tensors and freed (once each, unless they are views of a
+ * buffer the context owns, which a result never is today). */
+static attn_status take_device_results(const attn_entry_info *e,
+                                       int64_t *slots, attn_tensor *outputs) {
+  attn_tensor tmp[MAX_CALL_ARGS];
+  void *freed[MAX_CALL_ARGS];
+  int32_t num_freed = 0;
+  attn_status st = ATTN_OK;
+  char got[256];
+  memset(tmp, 0, sizeof tmp);
+  int64_t *d = slots;
+  for (int32_t r = 0; r < e->num_results; ++r) {
+    const attn_tensor_info *info = &e->results[r];
+    int32_t rank = info->rank;
+    const int64_t *sizes = d + 3, *strides = d + 3 + rank;
+    size_t elem = attn_dtype_size((attn_dtype)info->dtype);
+    if (!st && !is_contiguous(rank, sizes, strides))
+      st = attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "%s: result %d of shape %s is not contiguous in device "
+                     "memory (a bug in the compiled model)",
+                     e->name, (int)r,
+                     attn_format_shape(got, sizeof got, rank, sizes));
+    if (!st)
+      st = attn_tensor_alloc(&tmp[r], (attn_dtype)info->dtype, rank, sizes);
+    if (!st && attn_tensor_nbytes(&tmp[r]) > 0)
+      st = attn_cuda_download(tmp[r].data,
+                              (const char *)(uintptr_t)d[1] + d[2] * (int64_t)elem,
+                              attn_tensor_nbytes(&tmp[r]));
+    int seen = 0;
+    for (int32_t q = 0; q < num_freed; ++q)
+      seen |= freed[q] == (void *)(uintptr_t)d[0];
+    if (!seen) {
+      freed[num_freed++] = (void *)(uintptr_t)d[0];
+      attn_cuda_free_async((void *)(uintptr_t)d[0]);
+    }
+    d += ATTN_DESCRIPTOR_SLOTS(rank);
+  }
+  if (st) {
+    for (int32_t r = 0; r < e->num_results; ++r)
+      attn_tensor_release(&tmp[r]);
+    return st;
+  }
+  memcpy(outputs, tmp, sizeof(attn_tensor) * (size_t)e->num_results);
+  return ATTN_OK;
+}
+
 static attn_status run(attn_ctx *ctx, const char *entry_name,
                        const attn_tensor *const *inputs, int32_t num_inputs,
                        attn_tensor *outputs, int32_t num_outputs) {
@@ -458,62 +611,42 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
 
   void *ptrs[MAX_CALL_ARGS];
+  void *device_inputs[MAX_CALL_ARGS] = {0};
   int32_t p = 0;
   if (e->num_results > 0)
     ptrs[p++] = slots;
   int64_t *d = slots + result_slots;
   int32_t k = 0;
-  for (int32_t a = 0; a < e->num_args; ++a) {
+  for (int32_t a = 0; a < e->num_args && !st; ++a) {
     const attn_tensor_info *info = &e->args[a];
     ptrs[p++] = d;
-    if (info->kind == ATTN_ARG_PARAMS) {
-      int64_t n = m->num_param_elements;
-      fill_descriptor(d, ctx->params, 1, &n);
-      d += ATTN_DESCRIPTOR_SLOTS(1);
-    } else if (info->kind == ATTN_ARG_KV_CACHE) {
-      int64_t n = ctx->kv_batch * ctx->kv_state[1] *
-                  m->kv_cache_floats_per_position;
-      fill_descriptor(d, ctx->kv_cache, 1, &n);
-      d += ATTN_DESCRIPTOR_SLOTS(1);
-    } else if (info->kind == ATTN_ARG_KV_STATE) {
-      int64_t n = ATTN_KV_STATE_SIZE;
-      fill_descriptor(d, ctx->kv_state, 1, &n);
-      d += ATTN_DESCRIPTOR_SLOTS(1);
-    } else if (attn_kind_is_param_sized(info->kind)) {
-      int64_t n = m->num_param_elements;
-      fill_descriptor(d, *attn_ctx_train_slot(ctx, info->kind), 1, &n);
-      d += ATTN_DESCRIPTOR_SLOTS(1);
-    } else if (info->kind == ATTN_ARG_HYPER) {
-      int64_t n = ATTN_HYPER_COUNT;
-      fill_descriptor(d, ctx->hyper, 1, &n);
-      d += ATTN_DESCRIPTOR_SLOTS(1);
-    } else if (info->kind == ATTN_ARG_SEED) {
-      fill_descriptor(d, &ctx->seed, 0, NULL);
-      d += ATTN_DESCRIPTOR_SLOTS(0);
-    } else if (info->kind == ATTN_ARG_ARENA) {
-      fill_descriptor(d, ctx->arena, 1, &ctx->arena_bytes);
-      d += ATTN_DESCRIPTOR_SLOTS(1);
-    } else if (info->kind == ATTN_ARG_ARENA_NEED) {
-      fill_descriptor(d, &ctx->arena_need, 0, NULL);
-      d += ATTN_DESCRIPTOR_SLOTS(0);
-    } else {
-      const attn_tensor *t = inputs[k++];
-      fill_descriptor(d, t->data, t->rank, t->dims);
-      d += ATTN_DESCRIPTOR_SLOTS(t->rank);
-    }
+    call_arg arg = host_arg(ctx, info, inputs, &k);
+    if (ctx->device)
+      st = device_arg(ctx, e, info, &arg, &device_inputs[a]);
+    fill_descriptor(d, arg.data, arg.rank, arg.dims);
+    d += ATTN_DESCRIPTOR_SLOTS(arg.rank);
   }
 
-  attn_pool *old = attn_pool_set_current(ctx->pool);
-  ctx->arena_need = 0;
-  call(e->fn, ptrs, p);
-  attn_pool_set_current(old);
+  if (!st) {
+    attn_pool *old = attn_pool_set_current(ctx->pool);
+    ctx->arena_need = 0;
+    call(e->fn, ptrs, p);
+    attn_pool_set_current(old);
+    if (ctx->device)
+      st = finish_device_call();
+  }
+  for (int32_t a = 0; a < e->num_args; ++a)
+    attn_cuda_free(device_inputs[a]);
   /* The call ran on an arena of its own if the context's was too small;
    * the next one will not. Out of memory here is no failure of this call
    * (the next one allocates its own arena again). */
-  if (ctx->arena_need > ctx->arena_bytes)
-    (void)attn_ctx_grow_arena(ctx, ctx->arena_need);
+  if (!st && ctx->arena_need > arena_bytes(ctx))
+    (void)(ctx->device ? attn_device_grow_arena(ctx, ctx->arena_need)
+                       : attn_ctx_grow_arena(ctx, ctx->arena_need));
 
-  st = take_results(ctx, e, inputs, num_inputs, slots, outputs);
+  if (!st)
+    st = ctx->device ? take_device_results(e, slots, outputs)
+                     : take_results(ctx, e, inputs, num_inputs, slots, outputs);
   free(slots);
   return st;
 }

@@ -404,6 +404,9 @@ attn_status attn_st_load(const char *path, const char *model_name,
 
 static attn_status load(attn_ctx *ctx, const char *path) {
   const attn_model_info *m = ctx->model;
+  attn_status synced = attn_device_to_host(ctx);
+  if (synced)
+    return synced;
   attn_st_expect *ex = malloc(sizeof *ex * (size_t)(m->num_params + 1));
   if (!ex)
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);

@@ -60,7 +60,7 @@
 // the kernels for an A stored [K, M] (no transposed copy).
 // LOOPS-LABEL: func.func @causal
 // LOOPS: scf.for
-// LOOPS: call @__attn_sgemm_tn_16x32
+// LOOPS: call @__attn_sgemm_tn_{{[0-9]+x[0-9]+}}
 func.func @causal(%q: tensor<2x4x256x16xf32>, %k: tensor<2x4x256x16xf32>, %v: tensor<2x4x256x16xf32>, %o: tensor<2x4x256x16xf32>, %do: tensor<2x4x256x16xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>) {
   %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do mask causal : (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>)
   return %dq, %dk, %dv : tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>

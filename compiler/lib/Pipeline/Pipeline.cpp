@@ -8,6 +8,8 @@
 
 #include "attn/Pipeline/Pipeline.h"
 
+#include "attn/Target/CudaTarget.h"
+
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Transforms/Passes.h"
 #include "attn/Transforms/Passes.h"
@@ -16,6 +18,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -76,6 +80,22 @@ llvm::StringRef allStageNames() {
 
 bool isStageImplemented(Stage stage) { return stage <= Stage::Asm; }
 
+/// Tensors to buffers: function boundaries included, results allocated,
+/// temporaries freed after their last use.
+static void addBufferization(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.allowReturnAllocsFromLoops = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // train_step's call of <loss>_grad, on buffers now (attn-bind-params took
+  // it out): its results are owned like any call's.
+  pm.addPass(createComposeEntryCallsPass());
+  bufferization::BufferDeallocationPipelineOptions deallocation;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+}
+
 /// attn-opt to loops: parameters bound, attn lowered to linalg on tensors,
 /// bufferised (results allocated with malloc, temporaries freed), loops.
 static void buildLoopsPipeline(OpPassManager &pm,
@@ -99,17 +119,7 @@ static void buildLoopsPipeline(OpPassManager &pm,
   // merges an update's read of a slot with its write of the same slot.
   pm.addPass(createAttnParamWritesInPlace());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.allowReturnAllocsFromLoops = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // train_step's call of <loss>_grad, on buffers now (attn-bind-params took
-  // it out): its results are owned like any call's.
-  pm.addPass(createComposeEntryCallsPass());
-  bufferization::BufferDeallocationPipelineOptions deallocation;
-  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  addBufferization(pm);
   // Matrix products next to their zero fill and epilogue, before the
   // temporaries are planned (the fused kernel reads A and B while it writes
   // the epilogue's output, so they must not share memory).
@@ -133,6 +143,66 @@ static void buildLoopsPipeline(OpPassManager &pm,
   // Independent outer loops (attention's batch x heads, element-wise rows)
   // on the context's thread pool.
   pm.addPass(createParallelizeLoopsPass());
+}
+
+/// attn-opt to loops for the GPU: as on the CPU up to the arena plan, with
+/// attention over its whole score matrix; then every linalg op becomes a
+/// parallel loop nest and each outermost one a kernel, launched in order on
+/// one stream (the host waits only where it reads a device value and at the
+/// end of each function).
+static void buildGpuLoopsPipeline(OpPassManager &pm) {
+  pm.addPass(createAttnBindParams());
+  pm.addPass(createAttnBindKVCache());
+  AttnFinalizeEntryPointsOptions finalize;
+  finalize.markHostMemory = true;
+  pm.addPass(createAttnFinalizeEntryPoints(finalize));
+  pm.addPass(createSymbolDCEPass());
+  ConvertAttnToLinalgOptions toLinalg;
+  toLinalg.materializeAttention = true;
+  pm.addPass(createConvertAttnToLinalg(toLinalg));
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  pm.addPass(createAttnParamWritesInPlace());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  addBufferization(pm);
+  pm.addNestedPass<func::FuncOp>(createReuseBuffersPass());
+  pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  // Polynomial exp/tanh/erf/log in the kernels: no libdevice is needed.
+  pm.addNestedPass<func::FuncOp>(createMathApproximationPass());
+  pm.addNestedPass<func::FuncOp>(createGpuMapLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+}
+
+/// loops to the LLVM dialect for the GPU: kernels to NVVM and PTX (loaded by
+/// the CUDA driver's JIT), host code to LLVM calling the GPU runtime
+/// functions libattnrt implements over the driver.
+static void buildGpuLLVMPipeline(OpPassManager &pm, llvm::StringRef chip) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addNestedPass<func::FuncOp>(createLowerDynamicReshapesPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  GpuNVVMAttachTargetOptions nvvm;
+  nvvm.chip = chip.str();
+  nvvm.optLevel = 3;
+  // LLVM's NVPTX back end defaults to PTX 6.0, which sm_90 rejects.
+  nvvm.features = "+ptx80";
+  pm.addPass(createGpuNVVMAttachTarget(nvvm));
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  // The host's reshapes and views (gpu-to-llvm leaves memref.reshape).
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 /// loops to the LLVM dialect, with a C interface per entry point.
@@ -215,10 +285,19 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
   // pass they recompute shared with the reverse pass by CSE.
   if (training && runs(Stage::AttnGrad))
     addAttnGradPasses(pm);
-  if (runs(Stage::Loops))
-    buildLoopsPipeline(pm, vectorTargetFor(options.target));
-  if (runs(Stage::LLVMMLIR))
-    buildLLVMPipeline(pm);
+  std::optional<llvm::StringRef> chip = cudaChip(options.target);
+  if (runs(Stage::Loops)) {
+    if (chip)
+      buildGpuLoopsPipeline(pm);
+    else
+      buildLoopsPipeline(pm, vectorTargetFor(options.target));
+  }
+  if (runs(Stage::LLVMMLIR)) {
+    if (chip)
+      buildGpuLLVMPipeline(pm, *chip);
+    else
+      buildLLVMPipeline(pm);
+  }
 }
 
 void registerAttnPipelines() {
@@ -248,6 +327,16 @@ void registerAttnPipelines() {
       [](OpPassManager &pm) {
         buildLoopsPipeline(pm, vectorTargetFor("host"));
       });
+  PassPipelineRegistration<>(
+      "attn-opt-to-gpu-loops",
+      "Runs the attnc pipeline from the attn-opt stage to the loops stage "
+      "of the GPU target (kernels outlined, launched asynchronously)",
+      [](OpPassManager &pm) { buildGpuLoopsPipeline(pm); });
+  PassPipelineRegistration<>(
+      "attn-gpu-loops-to-llvm",
+      "Runs the attnc pipeline from the GPU target's loops stage to the "
+      "llvm-mlir stage (kernels as PTX for sm_90)",
+      [](OpPassManager &pm) { buildGpuLLVMPipeline(pm, "sm_90"); });
   PassPipelineRegistration<>(
       "attn-loops-to-llvm",
       "Runs the attnc pipeline from the loops stage to the llvm-mlir stage",

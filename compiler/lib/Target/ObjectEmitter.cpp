@@ -10,6 +10,9 @@
 
 #include "attn/Target/ObjectEmitter.h"
 
+#include "attn/Target/CudaTarget.h"
+#include "attn/abi.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/Constants.h"
@@ -31,11 +34,9 @@ using namespace mlir;
 
 namespace attn {
 
-/// Must match ATTN_ABI_VERSION in runtime/include/attn/abi.h.
-static constexpr int kAbiVersion = 5;
-
 bool isKnownTarget(llvm::StringRef target) {
-  return target == "host" || target == "x86-64-v3" || target == "x86-64-v4";
+  return target == "host" || target == "x86-64-v3" || target == "x86-64-v4" ||
+         cudaChip(target).has_value();
 }
 
 /// A target machine for `target`: the build machine's CPU and features for
@@ -50,6 +51,8 @@ createTargetMachine(const CodegenOptions &options, std::string &error) {
   if (!target)
     return nullptr;
   std::string cpu = options.target;
+  if (cudaChip(options.target))
+    cpu = kCudaHostCpu.str();
   std::string features;
   if (options.target == "host") {
     cpu = llvm::sys::getHostCPUName().str();
@@ -192,10 +195,10 @@ public:
 
   // attn_model_info { abi_version, name, target, num_param_elements,
   //                   num_params, params, num_entries, entries,
-  //                   kv_cache_floats_per_position, train }
+  //                   kv_cache_floats_per_position, train, device }
   llvm::StructType *modelType() {
     return llvm::StructType::get(
-        context, {i32, ptr, ptr, i64, i32, ptr, i32, ptr, i64, ptr});
+        context, {i32, ptr, ptr, i64, i32, ptr, i32, ptr, i64, ptr, i32});
   }
 
   llvm::Module &module;
@@ -307,7 +310,7 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
   }
   llvm::Constant *model = llvm::ConstantStruct::get(
       b.modelType(),
-      {llvm::ConstantInt::get(b.i32, kAbiVersion), b.string(info.name),
+      {llvm::ConstantInt::get(b.i32, ATTN_ABI_VERSION), b.string(info.name),
        b.string(info.target), llvm::ConstantInt::get(b.i64, info.numParamElements),
        llvm::ConstantInt::get(b.i32, info.params.size()),
        b.array(b.paramType(), params, ".attn.params"),
@@ -315,7 +318,9 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
        b.array(b.entryType(), entries, ".attn.entries"),
        llvm::ConstantInt::get(b.i64, info.kvCacheFloatsPerPosition),
        info.train ? b.train(*info.train)
-                  : llvm::ConstantPointerNull::get(b.ptr)});
+                  : llvm::ConstantPointerNull::get(b.ptr),
+       llvm::ConstantInt::get(b.i32, cudaChip(info.target) ? ATTN_DEVICE_CUDA
+                                                           : ATTN_DEVICE_CPU)});
   auto *global = new llvm::GlobalVariable(
       module, b.modelType(), true, llvm::GlobalValue::ExternalLinkage, model,
       info.name + "_model_info");

@@ -17,6 +17,7 @@ void registerParallelizeLoopsPass();
 void registerLowerDynamicReshapesPass();
 void registerComposeEntryCallsPass();
 void registerGroupMatmulEpiloguesPass();
+void registerGpuMapLoopsPass();
 
 void registerAttnCodegenPasses() {
   registerMatmulToVectorPass();
@@ -30,6 +31,7 @@ void registerAttnCodegenPasses() {
   registerLowerDynamicReshapesPass();
   registerComposeEntryCallsPass();
   registerGroupMatmulEpiloguesPass();
+  registerGpuMapLoopsPass();
 }
 
 VectorTarget vectorTargetFor(llvm::StringRef target) {

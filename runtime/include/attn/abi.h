@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 5
+#define ATTN_ABI_VERSION 6
 
 /* Entries of the key/value cache state (ATTN_ARG_KV_STATE). */
 #define ATTN_KV_STATE_SIZE 3
@@ -189,6 +189,15 @@ typedef struct attn_entry_info {
   int64_t arena_bytes_per_batch;
 } attn_entry_info;
 
+/* Where a model's entry points run. A CUDA model's object holds PTX that
+ * the driver compiles when a context is created; every buffer its entry
+ * points take is in device memory except the KV_STATE and ARENA_NEED
+ * arguments (the runtime copies inputs in and results out). */
+typedef enum attn_device {
+  ATTN_DEVICE_CPU = 0,
+  ATTN_DEVICE_CUDA = 1
+} attn_device;
+
 /* The whole model. The compiled object exports it as `NAME_model_info`. */
 typedef struct attn_model_info {
   int32_t abi_version;    /* ATTN_ABI_VERSION */
@@ -204,6 +213,7 @@ typedef struct attn_model_info {
   int64_t kv_cache_floats_per_position;
   /* The training section; NULL for a model without `train { }`. */
   const attn_train_info *train;
+  int32_t device;         /* attn_device */
 } attn_model_info;
 
 /* Dropout's random stream (counter-based, so forward and backward draw the

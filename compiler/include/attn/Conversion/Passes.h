@@ -64,6 +64,11 @@ struct KVCacheSlot {
   bool memory;
 };
 
+/// The argument attribute marking an entry point's buffers that the runtime
+/// passes in host memory on every target (`attn-finalize-entry-points`
+/// with `mark-host-memory`; read and removed by `attn-gpu-map-loops`).
+inline constexpr llvm::StringLiteral kHostMemoryArgAttr = "attn.host_memory";
+
 /// The discardable attribute `attn-incremental-decoding` puts on the cache
 /// ops of a memory slot.
 inline constexpr llvm::StringLiteral kKVMemoryAttr = "attn.kv_memory";
@@ -80,8 +85,11 @@ computeKVCacheLayout(mlir::ModuleOp module, int64_t &floatsPerPosition);
 /// state as arguments after `attn-bind-kv-cache`).
 bool usesKVCache(mlir::func::FuncOp func);
 
-/// Adds the patterns lowering every attn op used inside functions.
-void populateAttnToLinalgPatterns(mlir::RewritePatternSet &patterns);
+/// Adds the patterns lowering every attn op used inside functions; attention
+/// as tiled loop nests, or over its whole score matrix with
+/// `materializeAttention` (`convert-attn-to-linalg`'s option).
+void populateAttnToLinalgPatterns(mlir::RewritePatternSet &patterns,
+                                  bool materializeAttention = false);
 
 } // namespace attn
 

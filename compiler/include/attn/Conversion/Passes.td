@@ -105,7 +105,18 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     `attn.gather_grad` a sequential scatter-add loop (docs/Codegen.md).
     Module-level `attn.param` and `attn.train` ops are left alone.
     Fails with a diagnostic on an op it cannot lower.
+
+    With `materialize-attention`, `attn.sdpa` and `attn.sdpa_grad` become
+    whole-tensor ops over the `[B, H, T, S]` score matrix instead
+    (AttentionMaterialized.cpp): the form for targets that map each linalg
+    op's parallel loops to threads (the GPU target), where the tiled loop
+    nests would keep their batch, head and tile loops on the host.
   }];
+  let options = [
+    Option<"materializeAttention", "materialize-attention", "bool",
+           /*default=*/"false",
+           "Lower attention over the whole score matrix, without tile loops">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
@@ -128,7 +139,16 @@ def AttnFinalizeEntryPoints
     uses them), and is marked `llvm.emit_c_interface`, so lowering to LLVM
     gives it the `_mlir_ciface_NAME` entry the runtime calls (see
     runtime/include/attn/abi.h).
+
+    With `mark-host-memory` (the GPU target), the arguments the runtime
+    passes in host memory whatever the target, the key/value cache's state
+    and the arena's need, are marked `attn.host_memory` for
+    `attn-gpu-map-loops`.
   }];
+  let options = [
+    Option<"markHostMemory", "mark-host-memory", "bool", /*default=*/"false",
+           "Mark the arguments passed in host memory (attn.host_memory)">
+  ];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 

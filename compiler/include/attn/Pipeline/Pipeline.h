@@ -47,7 +47,7 @@ struct PipelineOptions {
   /// The last stage to run; the module is left in that stage's form.
   Stage lastStage = Stage::AttnOpt;
   /// The code generation target (`attnc --target`): sets the vector width
-  /// that tile sizes follow.
+  /// that tile sizes follow, or selects the GPU pipeline (CudaTarget.h).
   std::string target = "host";
   /// Whether the training entry points (`<loss>_grad`, `train_step`) are
   /// derived: the attn-opt stage keeps the loss's forward pass and the

@@ -118,6 +118,15 @@ std::unique_ptr<mlir::Pass> createLowerDynamicReshapesPass();
 /// `attn_parallel_for(NULL, n, task, arg)` on the calling context's pool.
 std::unique_ptr<mlir::Pass> createParallelizeLoopsPass();
 
+/// `attn-gpu-map-loops` (GPU target): on buffers, after linalg became
+/// `scf.parallel` loops, every buffer not passed in host memory lives on the
+/// device (host allocations become `gpu.alloc`, copies parallel loops);
+/// each outermost parallel loop becomes one kernel (its loops collapsed and
+/// tiled into blocks of threads, marked for `convert-parallel-loops-to-
+/// gpu`); other host ops that touch device memory run on one GPU thread,
+/// and host reads of device values are copied back to the host.
+std::unique_ptr<mlir::Pass> createGpuMapLoopsPass();
+
 /// Registers the passes above for `attnc-opt`.
 void registerAttnCodegenPasses();
 

@@ -15,23 +15,30 @@ namespace attn {
 #define GEN_PASS_DEF_CONVERTATTNTOLINALG
 #include "attn/Conversion/Passes.h.inc"
 
-void populateAttnToLinalgPatterns(RewritePatternSet &patterns) {
+void populateAttnToLinalgPatterns(RewritePatternSet &patterns,
+                                  bool materializeAttention) {
   populateElementwisePatterns(patterns);
   populateShapePatterns(patterns);
   populateContractionPatterns(patterns);
   populateNormalizationPatterns(patterns);
-  populateAttentionPatterns(patterns);
   populateLossPatterns(patterns);
   populateDropoutPatterns(patterns);
   populateGradientPatterns(patterns);
   populateOptimizerPatterns(patterns);
-  populateAttentionBackwardPatterns(patterns);
+  if (materializeAttention) {
+    populateMaterializedAttentionPatterns(patterns);
+  } else {
+    populateAttentionPatterns(patterns);
+    populateAttentionBackwardPatterns(patterns);
+  }
 }
 
 namespace {
 
 struct ConvertAttnToLinalgPass
     : impl::ConvertAttnToLinalgBase<ConvertAttnToLinalgPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     ConversionTarget target(*context);
@@ -41,7 +48,7 @@ struct ConvertAttnToLinalgPass
     target.addIllegalDialect<AttnDialect>();
     target.addLegalOp<ParamOp, TrainOp>();
     RewritePatternSet patterns(context);
-    populateAttnToLinalgPatterns(patterns);
+    populateAttnToLinalgPatterns(patterns, materializeAttention);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

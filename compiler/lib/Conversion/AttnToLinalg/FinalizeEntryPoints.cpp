@@ -24,7 +24,7 @@ namespace {
 
 /// Appends the arena arguments (abi.h ATTN_ARG_ARENA, ATTN_ARG_ARENA_NEED)
 /// to an entry point, once.
-LogicalResult addArenaArguments(func::FuncOp func) {
+LogicalResult addArenaArguments(func::FuncOp func, bool markHostMemory) {
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     if (func.getArgAttr(i, kArenaArgAttr))
       return success();
@@ -40,7 +40,13 @@ LogicalResult addArenaArguments(func::FuncOp func) {
       failed(func.insertArgument(
           index + 1, need,
           b.getDictionaryAttr(
-              b.getNamedAttr(kArenaNeedArgAttr, b.getUnitAttr())),
+              markHostMemory
+                  ? ArrayRef<NamedAttribute>{b.getNamedAttr(kArenaNeedArgAttr,
+                                                            b.getUnitAttr()),
+                                             b.getNamedAttr(kHostMemoryArgAttr,
+                                                            b.getUnitAttr())}
+                  : ArrayRef<NamedAttribute>{b.getNamedAttr(
+                        kArenaNeedArgAttr, b.getUnitAttr())}),
           loc)))
     return func.emitError("cannot add the activation arena arguments");
   return success();
@@ -48,6 +54,8 @@ LogicalResult addArenaArguments(func::FuncOp func) {
 
 struct AttnFinalizeEntryPointsPass
     : impl::AttnFinalizeEntryPointsBase<AttnFinalizeEntryPointsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
@@ -57,15 +65,18 @@ struct AttnFinalizeEntryPointsPass
     for (auto func : module.getOps<func::FuncOp>()) {
       // The argument descriptions (names, symbolic dims) are in the
       // metadata now; LLVM has no use for them.
-      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+        if (markHostMemory && func.getArgAttr(i, "attn.kv_state"))
+          func.setArgAttr(i, kHostMemoryArgAttr, unit);
         for (llvm::StringRef name :
              {"attn.params", "attn.grads", "attn.first_moment",
               "attn.second_moment", "attn.hyper", "attn.seed", "attn.dims",
               "attn.name", "attn.kv_cache", "attn.kv_state"})
           func.removeArgAttr(i, name);
+      }
       if (!func.isPublic() || func.isExternal())
         continue;
-      if (failed(addArenaArguments(func)))
+      if (failed(addArenaArguments(func, markHostMemory)))
         return signalPassFailure();
       func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), unit);
     }

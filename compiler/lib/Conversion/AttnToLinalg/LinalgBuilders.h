@@ -174,6 +174,7 @@ void populateDropoutPatterns(mlir::RewritePatternSet &patterns);
 void populateGradientPatterns(mlir::RewritePatternSet &patterns);
 void populateOptimizerPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionBackwardPatterns(mlir::RewritePatternSet &patterns);
+void populateMaterializedAttentionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace attn
 

@@ -1,0 +1,320 @@
+//===- GpuMapLoops.cpp - Host and device parts of an entry point ----------===//
+//
+// `attn-gpu-map-loops`: on buffers, after linalg became `scf.parallel` nests,
+// splits each function into what the host runs and what the GPU runs, and
+// marks the GPU's part for `convert-parallel-loops-to-gpu`:
+//
+// - Every buffer lives in device memory except those the runtime passes in
+//   host memory (arguments marked `attn.host_memory`: the key/value cache's
+//   state and the arena's need). Allocations on the host become `gpu.alloc`
+//   and `gpu.dealloc`; copies of device buffers become parallel loops.
+// - Each outermost `scf.parallel` becomes one kernel launch: its loops are
+//   collapsed into one, tiled by `kThreadsPerBlock`, the tiles mapped to
+//   blocks and the iterations of a tile to threads; loops nested inside run
+//   sequentially in their thread.
+// - Any other host-level op that reads or writes device memory (a full
+//   reduction's `scf.for`, the embedding gradient's scatter loop) runs in a
+//   single-iteration parallel loop, i.e. on one GPU thread. That is correct
+//   but slow for large sequential loops; the dedicated kernels of the GPU
+//   target replace them (docs/Codegen.md, GPU).
+//
+// The host part keeps only index arithmetic, allocations, views, calls and
+// the accesses of host buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Transforms/Passes.h"
+
+#include "BufferUses.h"
+#include "attn/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/Pass.h"
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace attn {
+namespace {
+
+/// Threads per block of the generic kernels: a multiple of the warp size
+/// that leaves a multiprocessor room for several blocks.
+constexpr int64_t kThreadsPerBlock = 256;
+
+bool isHostMemory(Value memref) {
+  // Buffers of indices are the shapes of reshapes, which the host reads.
+  if (cast<MemRefType>(memref.getType()).getElementType().isIndex())
+    return true;
+  auto arg = dyn_cast<BlockArgument>(rootBuffer(memref));
+  if (!arg)
+    return false;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(), kHostMemoryArgAttr);
+}
+
+/// Whether `op` itself reads or writes a device buffer.
+bool accessesDeviceMemory(Operation *op) {
+  if (isa<memref::AllocOp, memref::DeallocOp, gpu::AllocOp, gpu::DeallocOp>(
+          op))
+    return false;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  return llvm::any_of(instances, [](const MemoryEffects::EffectInstance &e) {
+    Value value = e.getValue();
+    return value && isa<MemRefType>(value.getType()) &&
+           (isa<MemoryEffects::Read>(e.getEffect()) ||
+            isa<MemoryEffects::Write>(e.getEffect())) &&
+           !isHostMemory(value);
+  });
+}
+
+/// Whether `op` or an op nested in it (outside nested parallel loops, which
+/// become kernels of their own) reads or writes a device buffer.
+bool runsOnDevice(Operation *op) {
+  bool found = false;
+  op->walk<WalkOrder::PreOrder>([&](Operation *nested) {
+    if (nested != op && isa<scf::ParallelOp>(nested))
+      return WalkResult::skip();
+    if (accessesDeviceMemory(nested)) {
+      found = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+/// `memref.copy` of a device buffer as a parallel loop over its elements.
+void copyAsLoop(RewriterBase &rewriter, memref::CopyOp copy) {
+  rewriter.setInsertionPoint(copy);
+  Location loc = copy.getLoc();
+  Value source = copy.getSource(), target = copy.getTarget();
+  auto type = cast<MemRefType>(source.getType());
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  SmallVector<Value> lower(type.getRank(), zero), steps(type.getRank(), one),
+      upper;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    upper.push_back(memref::DimOp::create(rewriter, loc, source, d));
+  if (type.getRank() == 0) {
+    lower = {zero};
+    upper = {one};
+    steps = {one};
+  }
+  scf::ParallelOp::create(
+      rewriter, loc, lower, upper, steps,
+      [&](OpBuilder &b, Location l, ValueRange ivs) {
+        ValueRange indices = type.getRank() == 0 ? ValueRange{} : ivs;
+        Value element = memref::LoadOp::create(b, l, source, indices);
+        memref::StoreOp::create(b, l, element, target, indices);
+      });
+  rewriter.eraseOp(copy);
+}
+
+/// Host allocations of device buffers through the GPU runtime.
+void allocateOnDevice(RewriterBase &rewriter, func::FuncOp func) {
+  func.walk([&](Operation *op) {
+    if (op->getParentOfType<scf::ParallelOp>())
+      return;
+    rewriter.setInsertionPoint(op);
+    if (auto alloc = dyn_cast<memref::AllocOp>(op);
+        alloc && !isHostMemory(alloc)) {
+      rewriter.replaceOpWithNewOp<gpu::AllocOp>(
+          alloc, alloc.getType(), /*asyncToken=*/Type(),
+          /*asyncDependencies=*/ValueRange{}, alloc.getDynamicSizes(),
+          alloc.getSymbolOperands(), /*hostShared=*/false);
+    } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op);
+               dealloc && !isHostMemory(dealloc.getMemref())) {
+      rewriter.replaceOpWithNewOp<gpu::DeallocOp>(
+          dealloc, /*asyncToken=*/Type(), ValueRange{}, dealloc.getMemref());
+    }
+  });
+}
+
+/// Index buffers (the shapes of reshapes) that attn-plan-arena placed in
+/// the arena, which is device memory here, move to the host's stack.
+LogicalResult keepShapesOnHost(RewriterBase &rewriter, func::FuncOp func) {
+  SmallVector<memref::ViewOp> views;
+  func.walk([&](memref::ViewOp view) {
+    if (view.getType().getElementType().isIndex())
+      views.push_back(view);
+  });
+  for (memref::ViewOp view : views) {
+    if (!view.getType().hasStaticShape())
+      return view.emitError("the GPU target needs static shapes of reshapes");
+    rewriter.setInsertionPointToStart(&func.getBody().front());
+    rewriter.replaceOp(view,
+                       memref::AllocaOp::create(rewriter, view.getLoc(),
+                                                view.getType())
+                           .getResult());
+  }
+  return success();
+}
+
+/// `op` (a sequential loop or access of device memory) inside a parallel
+/// loop of one iteration, so that it runs on one GPU thread. Fails when the
+/// host would use one of its results.
+LogicalResult runOnOneThread(RewriterBase &rewriter, Operation *op) {
+  if (op->getNumResults() != 0)
+    return op->emitError("the GPU target cannot run this on the host: it "
+                         "reads device memory for the host");
+  rewriter.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto loop = scf::ParallelOp::create(rewriter, loc, zero, one, one);
+  rewriter.moveOpBefore(op, loop.getBody()->getTerminator());
+  return success();
+}
+
+void mapToKernel(RewriterBase &rewriter, scf::ParallelOp loop);
+
+/// A host read of one element of a device buffer: a one-thread kernel
+/// copies it into a buffer of its own, which is copied into host memory and
+/// read there (the host waits for the GPU at that point).
+void readOnHost(RewriterBase &rewriter, memref::LoadOp load) {
+  rewriter.setInsertionPoint(load);
+  Location loc = load.getLoc();
+  auto one = MemRefType::get({1}, load.getType());
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  Value device = gpu::AllocOp::create(rewriter, loc, one, Type(), ValueRange{},
+                                      ValueRange{}, ValueRange{}, false)
+                     .getMemref();
+  auto loop = scf::ParallelOp::create(
+      rewriter, loc, zero, step, step,
+      [&](OpBuilder &b, Location l, ValueRange) {
+        Value element = memref::LoadOp::create(b, l, load.getMemRef(),
+                                               load.getIndices());
+        memref::StoreOp::create(b, l, element, device, ValueRange{zero});
+      });
+  mapToKernel(rewriter, loop);
+  Value host = memref::AllocaOp::create(rewriter, loc, one);
+  gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange{}, host, device);
+  gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, device);
+  rewriter.replaceOpWithNewOp<memref::LoadOp>(load, host, ValueRange{zero});
+}
+
+/// One kernel: the loops collapsed into one, tiled into blocks of threads,
+/// and marked for convert-parallel-loops-to-gpu.
+void mapToKernel(RewriterBase &rewriter, scf::ParallelOp loop) {
+  if (loop.getNumLoops() > 1) {
+    std::vector<unsigned> all(loop.getNumLoops());
+    std::iota(all.begin(), all.end(), 0);
+    // The collapsed loop replaces `loop` where it stood.
+    Operation *next = loop->getNextNode();
+    collapseParallelLoops(rewriter, loop, {all});
+    loop = cast<scf::ParallelOp>(next->getPrevNode());
+  }
+  auto [blocks, threads] =
+      scf::tileParallelLoop(loop, {kThreadsPerBlock}, /*noMinMaxBounds=*/true);
+  MLIRContext *context = rewriter.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, context);
+  auto dim = [&](gpu::Processor processor) {
+    return gpu::ParallelLoopDimMappingAttr::get(context, processor, identity,
+                                                identity);
+  };
+  (void)gpu::setMappingAttr(blocks, {dim(gpu::Processor::BlockX)});
+  (void)gpu::setMappingAttr(threads, {dim(gpu::Processor::ThreadX)});
+  // Parallel loops inside a thread's iteration run sequentially.
+  threads.getBody()->walk([&](scf::ParallelOp nested) {
+    SmallVector<gpu::ParallelLoopDimMappingAttr> sequential(
+        nested.getNumLoops(), dim(gpu::Processor::Sequential));
+    (void)gpu::setMappingAttr(nested, sequential);
+  });
+}
+
+/// Maps the host-level ops of `block`: kernels for parallel loops and for
+/// device work, host loops and branches searched for both.
+LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+      mapToKernel(rewriter, loop);
+      continue;
+    }
+    if (auto load = dyn_cast<memref::LoadOp>(op);
+        load && accessesDeviceMemory(load)) {
+      readOnHost(rewriter, load);
+      continue;
+    }
+    if (accessesDeviceMemory(&op) ||
+        (op.getNumRegions() > 0 && runsOnDevice(&op))) {
+      // A host loop whose own body touches device memory runs on the
+      // device whole.
+      bool ownAccess = accessesDeviceMemory(&op);
+      for (Region &region : op.getRegions())
+        for (Block &nested : region)
+          for (Operation &inner : nested)
+            ownAccess |= !isa<scf::ParallelOp>(inner) && runsOnDevice(&inner);
+      if (ownAccess) {
+        if (failed(runOnOneThread(rewriter, &op)))
+          return failure();
+        mapToKernel(rewriter, cast<scf::ParallelOp>(op.getParentOp()));
+        continue;
+      }
+    }
+    for (Region &region : op.getRegions())
+      for (Block &nested : region)
+        if (failed(mapBlock(rewriter, nested)))
+          return failure();
+  }
+  return success();
+}
+
+struct GpuMapLoopsPass
+    : PassWrapper<GpuMapLoopsPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuMapLoopsPass)
+
+  StringRef getArgument() const override { return "attn-gpu-map-loops"; }
+  StringRef getDescription() const override {
+    return "Splits functions into host code and kernels: device buffers, "
+           "parallel loops mapped to blocks and threads";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, gpu::GPUDialect,
+                    memref::MemRefDialect, scf::SCFDialect>();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    IRRewriter rewriter(&getContext());
+    SmallVector<memref::CopyOp> copies;
+    func.walk([&](memref::CopyOp copy) {
+      if (!copy->getParentOfType<scf::ParallelOp>() &&
+          !(isHostMemory(copy.getSource()) && isHostMemory(copy.getTarget())))
+        copies.push_back(copy);
+    });
+    for (memref::CopyOp copy : copies)
+      copyAsLoop(rewriter, copy);
+    if (failed(keepShapesOnHost(rewriter, func)))
+      return signalPassFailure();
+    allocateOnDevice(rewriter, func);
+    if (failed(mapBlock(rewriter, func.getBody().front())))
+      return signalPassFailure();
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      func.removeArgAttr(i, kHostMemoryArgAttr);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createGpuMapLoopsPass() {
+  return std::make_unique<GpuMapLoopsPass>();
+}
+
+void registerGpuMapLoopsPass() { PassRegistration<GpuMapLoopsPass>(); }
+
+} // namespace attn
