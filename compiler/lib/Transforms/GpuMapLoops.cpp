@@ -36,6 +36,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
@@ -182,6 +183,20 @@ LogicalResult runOnOneThread(RewriterBase &rewriter, Operation *op) {
 
 void mapToKernel(RewriterBase &rewriter, scf::ParallelOp loop);
 
+/// A parallel loop without reductions as a nest of sequential loops.
+void sequentialize(RewriterBase &rewriter, scf::ParallelOp loop) {
+  rewriter.setInsertionPoint(loop);
+  scf::buildLoopNest(
+      rewriter, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
+      loop.getStep(), [&](OpBuilder &b, Location, ValueRange ivs) {
+        IRMapping mapping;
+        mapping.map(loop.getInductionVars(), ivs);
+        for (Operation &op : loop.getBody()->without_terminator())
+          b.clone(op, mapping);
+      });
+  rewriter.eraseOp(loop);
+}
+
 /// A host read of one element of a device buffer: a one-thread kernel
 /// copies it into a buffer of its own, which is copied into host memory and
 /// read there (the host waits for the GPU at that point).
@@ -229,12 +244,14 @@ void mapToKernel(RewriterBase &rewriter, scf::ParallelOp loop) {
   };
   (void)gpu::setMappingAttr(blocks, {dim(gpu::Processor::BlockX)});
   (void)gpu::setMappingAttr(threads, {dim(gpu::Processor::ThreadX)});
-  // Parallel loops inside a thread's iteration run sequentially.
-  threads.getBody()->walk([&](scf::ParallelOp nested) {
-    SmallVector<gpu::ParallelLoopDimMappingAttr> sequential(
-        nested.getNumLoops(), dim(gpu::Processor::Sequential));
-    (void)gpu::setMappingAttr(nested, sequential);
-  });
+  // Parallel loops inside a thread's iteration run sequentially, as loops
+  // (convert-parallel-loops-to-gpu leaves a kernel on the host when one sits
+  // under another loop).
+  SmallVector<scf::ParallelOp> nested;
+  threads.getBody()->walk(
+      [&](scf::ParallelOp loop) { nested.push_back(loop); });
+  for (scf::ParallelOp loop : nested)
+    sequentialize(rewriter, loop);
 }
 
 /// Maps the host-level ops of `block`: kernels for parallel loops and for
