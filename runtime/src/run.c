@@ -270,6 +270,18 @@ typedef struct result_state {
   int foreign;  /* `allocated` is not the result's own malloc'ed buffer */
 } result_state;
 
+/* Gives the caller the result tensors `tmp`, or releases them on failure. */
+static attn_status hand_over_results(const attn_entry_info *e, attn_status st,
+                                     attn_tensor *tmp, attn_tensor *outputs) {
+  if (st) {
+    for (int32_t r = 0; r < e->num_results; ++r)
+      attn_tensor_release(&tmp[r]);
+    return st;
+  }
+  memcpy(outputs, tmp, sizeof(attn_tensor) * (size_t)e->num_results);
+  return ATTN_OK;
+}
+
 /* Turns the result descriptors into tensors; frees what is not adopted. */
 static attn_status take_results(attn_ctx *ctx, const attn_entry_info *e,
                                 const attn_tensor *const *inputs,
@@ -339,13 +351,7 @@ static attn_status take_results(attn_ctx *ctx, const attn_entry_info *e,
     if (!keep)
       free((void *)rs[r].allocated);
   }
-  if (st) {
-    for (int32_t r = 0; r < e->num_results; ++r)
-      attn_tensor_release(&tmp[r]);
-    return st;
-  }
-  memcpy(outputs, tmp, sizeof(attn_tensor) * (size_t)e->num_results);
-  return ATTN_OK;
+  return hand_over_results(e, st, tmp, outputs);
 }
 
 /* An incremental entry point appends its tokens ([B, T], the first input)
@@ -557,13 +563,7 @@ static attn_status take_device_results(const attn_entry_info *e,
     }
     d += ATTN_DESCRIPTOR_SLOTS(rank);
   }
-  if (st) {
-    for (int32_t r = 0; r < e->num_results; ++r)
-      attn_tensor_release(&tmp[r]);
-    return st;
-  }
-  memcpy(outputs, tmp, sizeof(attn_tensor) * (size_t)e->num_results);
-  return ATTN_OK;
+  return hand_over_results(e, st, tmp, outputs);
 }
 
 static attn_status run(attn_ctx *ctx, const char *entry_name,

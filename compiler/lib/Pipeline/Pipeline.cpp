@@ -80,9 +80,35 @@ llvm::StringRef allStageNames() {
 
 bool isStageImplemented(Stage stage) { return stage <= Stage::Asm; }
 
-/// Tensors to buffers: function boundaries included, results allocated,
-/// temporaries freed after their last use.
-static void addBufferization(OpPassManager &pm) {
+/// Both targets' way from attn-opt to linalg on buffers: parameters bound,
+/// attn lowered to linalg on tensors, bufferised (results allocated,
+/// temporaries freed after their last use). The GPU target marks the
+/// arguments passed in host memory and lowers attention over its whole
+/// score matrix.
+static void addLinalgOnBuffers(OpPassManager &pm, bool gpu) {
+  pm.addPass(createAttnBindParams());
+  pm.addPass(createAttnBindKVCache());
+  AttnFinalizeEntryPointsOptions finalize;
+  finalize.markHostMemory = gpu;
+  pm.addPass(createAttnFinalizeEntryPoints(finalize));
+  // Functions nothing calls any more: the loss of `attn.train` (dropped
+  // with it) when --entry did not ask for it.
+  pm.addPass(createSymbolDCEPass());
+  ConvertAttnToLinalgOptions toLinalg;
+  toLinalg.materializeAttention = gpu;
+  pm.addPass(createConvertAttnToLinalg(toLinalg));
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  // Chains of element-wise generics (a linear's epilogue and the residual
+  // add, layer norm's centring and squaring) become one generic each.
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  // Values stored into parameter buffers (train_step's weights and moments,
+  // the gradients of <loss>_grad) are computed in their slot; CSE then
+  // merges an update's read of a slot with its write of the same slot.
+  pm.addPass(createAttnParamWritesInPlace());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.allowReturnAllocsFromLoops = true;
@@ -96,30 +122,11 @@ static void addBufferization(OpPassManager &pm) {
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 }
 
-/// attn-opt to loops: parameters bound, attn lowered to linalg on tensors,
-/// bufferised (results allocated with malloc, temporaries freed), loops.
+/// attn-opt to loops for the CPU: linalg on buffers (results allocated with
+/// malloc), then register-tiled, vectorised loops on the thread pool.
 static void buildLoopsPipeline(OpPassManager &pm,
                                const VectorTarget &target) {
-  pm.addPass(createAttnBindParams());
-  pm.addPass(createAttnBindKVCache());
-  pm.addPass(createAttnFinalizeEntryPoints());
-  // Functions nothing calls any more: the loss of `attn.train` (dropped
-  // with it) when --entry did not ask for it.
-  pm.addPass(createSymbolDCEPass());
-  pm.addPass(createConvertAttnToLinalg());
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
-  // Chains of element-wise generics (a linear's epilogue and the residual
-  // add, layer norm's centring and squaring) become one generic each.
-  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
-  // Values stored into parameter buffers (train_step's weights and moments,
-  // the gradients of <loss>_grad) are computed in their slot; CSE then
-  // merges an update's read of a slot with its write of the same slot.
-  pm.addPass(createAttnParamWritesInPlace());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
-  addBufferization(pm);
+  addLinalgOnBuffers(pm, /*gpu=*/false);
   // Matrix products next to their zero fill and epilogue, before the
   // temporaries are planned (the fused kernel reads A and B while it writes
   // the epilogue's output, so they must not share memory).
@@ -151,23 +158,7 @@ static void buildLoopsPipeline(OpPassManager &pm,
 /// one stream (the host waits only where it reads a device value and at the
 /// end of each function).
 static void buildGpuLoopsPipeline(OpPassManager &pm) {
-  pm.addPass(createAttnBindParams());
-  pm.addPass(createAttnBindKVCache());
-  AttnFinalizeEntryPointsOptions finalize;
-  finalize.markHostMemory = true;
-  pm.addPass(createAttnFinalizeEntryPoints(finalize));
-  pm.addPass(createSymbolDCEPass());
-  ConvertAttnToLinalgOptions toLinalg;
-  toLinalg.materializeAttention = true;
-  pm.addPass(createConvertAttnToLinalg(toLinalg));
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
-  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
-  pm.addPass(createAttnParamWritesInPlace());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
-  addBufferization(pm);
+  addLinalgOnBuffers(pm, /*gpu=*/true);
   pm.addNestedPass<func::FuncOp>(createReuseBuffersPass());
   pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

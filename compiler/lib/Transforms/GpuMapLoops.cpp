@@ -41,6 +41,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
 
+#include <algorithm>
 #include <numeric>
 
 using namespace mlir;
@@ -106,15 +107,11 @@ void copyAsLoop(RewriterBase &rewriter, memref::CopyOp copy) {
   auto type = cast<MemRefType>(source.getType());
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  SmallVector<Value> lower(type.getRank(), zero), steps(type.getRank(), one),
-      upper;
+  // A rank-0 copy is a loop of one iteration.
+  int64_t loops = std::max<int64_t>(type.getRank(), 1);
+  SmallVector<Value> lower(loops, zero), steps(loops, one), upper(loops, one);
   for (int64_t d = 0; d < type.getRank(); ++d)
-    upper.push_back(memref::DimOp::create(rewriter, loc, source, d));
-  if (type.getRank() == 0) {
-    lower = {zero};
-    upper = {one};
-    steps = {one};
-  }
+    upper[d] = memref::DimOp::create(rewriter, loc, source, d);
   scf::ParallelOp::create(
       rewriter, loc, lower, upper, steps,
       [&](OpBuilder &b, Location l, ValueRange ivs) {
@@ -168,7 +165,8 @@ LogicalResult keepShapesOnHost(RewriterBase &rewriter, func::FuncOp func) {
 /// `op` (a sequential loop or access of device memory) inside a parallel
 /// loop of one iteration, so that it runs on one GPU thread. Fails when the
 /// host would use one of its results.
-LogicalResult runOnOneThread(RewriterBase &rewriter, Operation *op) {
+FailureOr<scf::ParallelOp> runOnOneThread(RewriterBase &rewriter,
+                                          Operation *op) {
   if (op->getNumResults() != 0)
     return op->emitError("the GPU target cannot run this on the host: it "
                          "reads device memory for the host");
@@ -178,10 +176,8 @@ LogicalResult runOnOneThread(RewriterBase &rewriter, Operation *op) {
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   auto loop = scf::ParallelOp::create(rewriter, loc, zero, one, one);
   rewriter.moveOpBefore(op, loop.getBody()->getTerminator());
-  return success();
+  return loop;
 }
-
-void mapToKernel(RewriterBase &rewriter, scf::ParallelOp loop);
 
 /// A parallel loop without reductions as a nest of sequential loops.
 void sequentialize(RewriterBase &rewriter, scf::ParallelOp loop) {
@@ -195,32 +191,6 @@ void sequentialize(RewriterBase &rewriter, scf::ParallelOp loop) {
           b.clone(op, mapping);
       });
   rewriter.eraseOp(loop);
-}
-
-/// A host read of one element of a device buffer: a one-thread kernel
-/// copies it into a buffer of its own, which is copied into host memory and
-/// read there (the host waits for the GPU at that point).
-void readOnHost(RewriterBase &rewriter, memref::LoadOp load) {
-  rewriter.setInsertionPoint(load);
-  Location loc = load.getLoc();
-  auto one = MemRefType::get({1}, load.getType());
-  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-  Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  Value device = gpu::AllocOp::create(rewriter, loc, one, Type(), ValueRange{},
-                                      ValueRange{}, ValueRange{}, false)
-                     .getMemref();
-  auto loop = scf::ParallelOp::create(
-      rewriter, loc, zero, step, step,
-      [&](OpBuilder &b, Location l, ValueRange) {
-        Value element = memref::LoadOp::create(b, l, load.getMemRef(),
-                                               load.getIndices());
-        memref::StoreOp::create(b, l, element, device, ValueRange{zero});
-      });
-  mapToKernel(rewriter, loop);
-  Value host = memref::AllocaOp::create(rewriter, loc, one);
-  gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange{}, host, device);
-  gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, device);
-  rewriter.replaceOpWithNewOp<memref::LoadOp>(load, host, ValueRange{zero});
 }
 
 /// One kernel: the loops collapsed into one, tiled into blocks of threads,
@@ -254,6 +224,32 @@ void mapToKernel(RewriterBase &rewriter, scf::ParallelOp loop) {
     sequentialize(rewriter, loop);
 }
 
+/// A host read of one element of a device buffer: a one-thread kernel
+/// copies it into a buffer of its own, which is copied into host memory and
+/// read there (the host waits for the GPU at that point).
+void readOnHost(RewriterBase &rewriter, memref::LoadOp load) {
+  rewriter.setInsertionPoint(load);
+  Location loc = load.getLoc();
+  auto one = MemRefType::get({1}, load.getType());
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  Value device = gpu::AllocOp::create(rewriter, loc, one, Type(), ValueRange{},
+                                      ValueRange{}, ValueRange{}, false)
+                     .getMemref();
+  auto loop = scf::ParallelOp::create(
+      rewriter, loc, zero, step, step,
+      [&](OpBuilder &b, Location l, ValueRange) {
+        Value element = memref::LoadOp::create(b, l, load.getMemRef(),
+                                               load.getIndices());
+        memref::StoreOp::create(b, l, element, device, ValueRange{zero});
+      });
+  mapToKernel(rewriter, loop);
+  Value host = memref::AllocaOp::create(rewriter, loc, one);
+  gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange{}, host, device);
+  gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, device);
+  rewriter.replaceOpWithNewOp<memref::LoadOp>(load, host, ValueRange{zero});
+}
+
 /// Maps the host-level ops of `block`: kernels for parallel loops and for
 /// device work, host loops and branches searched for both.
 LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
@@ -267,21 +263,14 @@ LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
       readOnHost(rewriter, load);
       continue;
     }
-    if (accessesDeviceMemory(&op) ||
-        (op.getNumRegions() > 0 && runsOnDevice(&op))) {
-      // A host loop whose own body touches device memory runs on the
-      // device whole.
-      bool ownAccess = accessesDeviceMemory(&op);
-      for (Region &region : op.getRegions())
-        for (Block &nested : region)
-          for (Operation &inner : nested)
-            ownAccess |= !isa<scf::ParallelOp>(inner) && runsOnDevice(&inner);
-      if (ownAccess) {
-        if (failed(runOnOneThread(rewriter, &op)))
-          return failure();
-        mapToKernel(rewriter, cast<scf::ParallelOp>(op.getParentOp()));
-        continue;
-      }
+    // Anything else touching device memory outside a parallel loop (a host
+    // loop's own body included) runs on the device whole.
+    if (runsOnDevice(&op)) {
+      FailureOr<scf::ParallelOp> loop = runOnOneThread(rewriter, &op);
+      if (failed(loop))
+        return failure();
+      mapToKernel(rewriter, *loop);
+      continue;
     }
     for (Region &region : op.getRegions())
       for (Block &nested : region)

@@ -434,12 +434,7 @@ struct SdpaLowering : OpConversionPattern<SdpaOp> {
               });
           scf::YieldOp::create(b, loc, headLoop.getResults());
         });
-    SmallVector<Value> replacements;
-    for (auto [result, type] :
-         llvm::zip(batchLoop.getResults(), op->getResultTypes()))
-      replacements.push_back(
-          tensor::CastOp::create(rewriter, loc, type, result));
-    rewriter.replaceOp(op, replacements);
+    rewriter.replaceOp(op, castToResults(b, loc, op, batchLoop.getResults()));
     return success();
   }
 };

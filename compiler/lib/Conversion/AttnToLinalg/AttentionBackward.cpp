@@ -455,11 +455,7 @@ struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
               });
           scf::YieldOp::create(b, loc, headLoop.getResults());
         });
-    SmallVector<Value> results;
-    for (auto [result, type] :
-         llvm::zip(batchLoop.getResults(), op.getResultTypes()))
-      results.push_back(tensor::CastOp::create(rewriter, loc, type, result));
-    rewriter.replaceOp(op, results);
+    rewriter.replaceOp(op, castToResults(b, loc, op, batchLoop.getResults()));
     return success();
   }
 };

@@ -86,27 +86,30 @@ struct AttentionParts {
     return {batches, heads, queries};
   }
 
-  template <typename OpAdaptor>
-  static AttentionParts get(OpBuilder &b, Location loc, OpAdaptor adaptor,
-                            MaskKind mask, std::optional<APFloat> scaleAttr,
-                            double rate, std::optional<int64_t> stream) {
+  /// Of an `attn.sdpa` or `attn.sdpa_grad` (the same operands and
+  /// attributes).
+  template <typename AttentionOp, typename OpAdaptor>
+  static AttentionParts get(OpBuilder &b, Location loc, AttentionOp op,
+                            OpAdaptor adaptor) {
     AttentionParts p;
     p.q = adaptor.getQuery();
     p.k = adaptor.getKey();
     p.v = adaptor.getValue();
     p.keyPadding = adaptor.getKeyPadding();
-    p.causal = mask == MaskKind::causal;
+    p.causal = op.getMask() == MaskKind::causal;
     p.element = cast<RankedTensorType>(p.q.getType()).getElementType();
     p.batches = dimOf(b, loc, p.q, 0);
     p.heads = dimOf(b, loc, p.q, 1);
     p.queries = dimOf(b, loc, p.q, 2);
     p.keys = dimOf(b, loc, p.k, 2);
-    p.scale = attentionScale(b, loc, p.element, scaleAttr, dimOf(b, loc, p.q, 3));
-    p.rate = rate;
-    if (adaptor.getSeed() && rate > 0) {
+    p.scale = attentionScale(b, loc, p.element, op.getScale(),
+                             dimOf(b, loc, p.q, 3));
+    p.rate = op.getDropout().convertToDouble();
+    if (adaptor.getSeed() && p.rate > 0) {
       Value seed =
           tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
-      p.dropoutBase = dropoutStreamBase(b, loc, seed, stream.value_or(0));
+      p.dropoutBase =
+          dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
     }
     return p;
   }
@@ -198,15 +201,6 @@ struct AttentionParts {
   }
 };
 
-/// Casts each of `values` to the matching result type of `op`.
-SmallVector<Value> castToResults(OpBuilder &b, Location loc, Operation *op,
-                                 ValueRange values) {
-  SmallVector<Value> cast;
-  for (auto [value, type] : llvm::zip(values, op->getResultTypes()))
-    cast.push_back(tensor::CastOp::create(b, loc, type, value));
-  return cast;
-}
-
 struct MaterializedSdpaLowering : OpConversionPattern<SdpaOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -216,9 +210,7 @@ struct MaterializedSdpaLowering : OpConversionPattern<SdpaOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     MLIRContext *context = b.getContext();
-    AttentionParts parts = AttentionParts::get(
-        b, loc, adaptor, op.getMask(), op.getScale(),
-        op.getDropout().convertToDouble(), op.getStream());
+    AttentionParts parts = AttentionParts::get(b, loc, op, adaptor);
     Value scores = parts.maskedScores(b, loc);
     Value lse = parts.logsumexp(b, loc, scores);
     Value weights = parts.dropout(b, loc, parts.weights(b, loc, scores, lse));
@@ -245,9 +237,7 @@ struct MaterializedSdpaGradLowering : OpConversionPattern<SdpaGradOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     MLIRContext *context = b.getContext();
-    AttentionParts parts = AttentionParts::get(
-        b, loc, adaptor, op.getMask(), op.getScale(),
-        op.getDropout().convertToDouble(), op.getStream());
+    AttentionParts parts = AttentionParts::get(b, loc, op, adaptor);
     Value o = adaptor.getOutput(), dO = adaptor.getGradOutput();
     Type element = parts.element;
     Value scores = parts.maskedScores(b, loc);

@@ -33,20 +33,17 @@ LogicalResult addArenaArguments(func::FuncOp func, bool markHostMemory) {
   unsigned index = func.getNumArguments();
   auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getIntegerType(8));
   auto need = MemRefType::get({}, b.getI64Type());
+  SmallVector<NamedAttribute> needAttrs = {
+      b.getNamedAttr(kArenaNeedArgAttr, b.getUnitAttr())};
+  if (markHostMemory)
+    needAttrs.push_back(b.getNamedAttr(kHostMemoryArgAttr, b.getUnitAttr()));
   if (failed(func.insertArgument(
           index, bytes,
           b.getDictionaryAttr(b.getNamedAttr(kArenaArgAttr, b.getUnitAttr())),
           loc)) ||
       failed(func.insertArgument(
           index + 1, need,
-          b.getDictionaryAttr(
-              markHostMemory
-                  ? ArrayRef<NamedAttribute>{b.getNamedAttr(kArenaNeedArgAttr,
-                                                            b.getUnitAttr()),
-                                             b.getNamedAttr(kHostMemoryArgAttr,
-                                                            b.getUnitAttr())}
-                  : ArrayRef<NamedAttribute>{b.getNamedAttr(
-                        kArenaNeedArgAttr, b.getUnitAttr())}),
+          b.getDictionaryAttr(needAttrs),
           loc)))
     return func.emitError("cannot add the activation arena arguments");
   return success();

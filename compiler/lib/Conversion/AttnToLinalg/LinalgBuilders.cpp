@@ -204,4 +204,12 @@ ValueRange buildTileLoop(OpBuilder &b, Location loc, Value end, Value tile,
   return partial.getResults();
 }
 
+SmallVector<Value> castToResults(OpBuilder &b, Location loc, Operation *op,
+                                 ValueRange values) {
+  SmallVector<Value> cast;
+  for (auto [value, type] : llvm::zip(values, op->getResultTypes()))
+    cast.push_back(tensor::CastOp::create(b, loc, type, value));
+  return cast;
+}
+
 } // namespace attn

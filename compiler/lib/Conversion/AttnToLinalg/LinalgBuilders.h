@@ -163,6 +163,13 @@ mlir::Value applyAttentionDropout(mlir::OpBuilder &b, mlir::Location loc,
                                   mlir::Value queries, mlir::Value keys,
                                   mlir::Value t0, mlir::Value s0);
 
+/// Each of `values` cast to the matching result type of `op` (the
+/// attention lowerings build dynamic shapes for static results).
+llvm::SmallVector<mlir::Value> castToResults(mlir::OpBuilder &b,
+                                             mlir::Location loc,
+                                             mlir::Operation *op,
+                                             mlir::ValueRange values);
+
 /// Patterns of each op family.
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
