@@ -648,15 +648,34 @@ def torch_available():
         return False
 
 
+# The vector extensions the generated code and the BLAS can use: a table's
+# figures mean little without them, and a VM's "model name" often omits the
+# generation ("AMD EPYC").
+VECTOR_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16",
+                "amx_tile", "amx_bf16")
+
+
 def cpu_model():
+    """The CPU as a benchmark table states it: model name, family and model
+    numbers, and which of VECTOR_FLAGS it has."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break  # the first processor is enough
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    name = fields.get("model name") or platform.processor() or "unknown"
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']} model {fields['model']})"
+    flags = set(fields.get("flags", "").split())
+    have = [flag for flag in VECTOR_FLAGS if flag in flags]
+    if have:
+        name += ", " + " ".join(have)
+    return name
 
 
 def measure(systems, b, rounds, reps, budget, what="forward"):
