@@ -13,7 +13,7 @@ Inputs are generated as by compare_model.py (same SPEC syntax). The binary's
 gets that value with --seed, so both draw the same dropout masks.
 
 The check: the loss agrees to 1e-4 (relative), and the gradients, taken
-together as one vector, agree to --tol (1e-3 relative, the issue's bound:
+together as one vector, agree to --tol (1e-3 relative, the project's bound:
 the binary's f32 backward is a few thousand roundings deep, the reference is
 double); each tensor is reported, and a tensor whose own relative error
 exceeds 100 x --tol fails too (a wrong gradient hidden by a large one).
