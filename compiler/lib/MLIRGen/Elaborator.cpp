@@ -418,10 +418,8 @@ EvalValue Elaborator::eval(const ast::Expr &expr, Frame &frame) {
 /// Words that name an option value (`mask: causal`, `activation: gelu`) or an
 /// element type (`cast(x, f32)`) where no variable of that name exists.
 static bool isWord(llvm::StringRef name) {
-  return llvm::is_contained(
-      {"none", "causal", "relu", "gelu", "gelu_tanh", "silu", "tanh",
-       "sigmoid", "f32", "bf16", "i32", "bool"},
-      name);
+  return symbolizeMaskKind(name) || symbolizeActivation(name) ||
+         ast::lookupElementType(name);
 }
 
 Value Elaborator::readParam(const ParamRef &param, Location loc) {

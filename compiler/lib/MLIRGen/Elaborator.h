@@ -153,6 +153,31 @@ std::string describeElementType(mlir::Type type);
 /// Prints a number for a diagnostic as Python would: 0.1, 2.5, 1e-09.
 std::string formatNumber(double value);
 
+/// The keywords of an enum of the dialect (AttnEnums.td), in declaration
+/// order, read from the enum itself so that the words the language accepts
+/// and the cases the dialect has are one list. The cases are numbered from 0
+/// to `maxValue`; a number with no case is skipped.
+template <typename EnumT>
+llvm::SmallVector<llvm::StringRef> enumKeywords(unsigned maxValue) {
+  llvm::SmallVector<llvm::StringRef> words;
+  for (unsigned value = 0; value <= maxValue; ++value) {
+    llvm::StringRef word = stringifyEnum(static_cast<EnumT>(value));
+    if (!word.empty())
+      words.push_back(word);
+  }
+  return words;
+}
+
+/// The activations a model names (`relu`, `gelu`, ...): every case of
+/// Activation but `none`, which means "no activation" and is no function.
+llvm::SmallVector<llvm::StringRef> activationKeywords();
+/// The activation `name` spells, if it is one of activationKeywords().
+std::optional<Activation> lookupActivation(llvm::StringRef name);
+/// The attention masks a model names: every case of MaskKind.
+llvm::SmallVector<llvm::StringRef> maskKeywords();
+/// The element types a model names, in the order of ast::ElementType.
+llvm::SmallVector<llvm::StringRef> elementTypeKeywords();
+
 /// An argument of a call, evaluated, with where it was written.
 struct Arg {
   EvalValue value;

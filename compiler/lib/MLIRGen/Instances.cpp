@@ -290,6 +290,9 @@ void Elaborator::populateMembers(Instance &instance,
   }
 }
 
+/// The names of the builtin layers, in the order LANGUAGE.md lists them.
+static SmallVector<StringRef> builtinLayerNames();
+
 std::unique_ptr<Instance>
 Elaborator::instantiateLayer(const ast::CallExpr &call, std::string path,
                              Instance &scope) {
@@ -310,10 +313,9 @@ Elaborator::instantiateLayer(const ast::CallExpr &call, std::string path,
     return instantiateBuiltinLayer(name, args, std::move(path));
   auto block = blocks.find(name);
   if (block == blocks.end()) {
-    error(call.getLoc()) << "unknown layer '" << name
-                         << "'; expected a block or one of linear, "
-                            "embedding, layer_norm, rms_norm, "
-                            "multi_head_attention, feed_forward";
+    InFlightDiagnostic diag = error(call.getLoc());
+    diag << "unknown layer '" << name << "'; expected a block or one of ";
+    llvm::interleaveComma(builtinLayerNames(), diag);
     return nullptr;
   }
   if (llvm::is_contained(instantiating, block->second)) {
@@ -361,181 +363,259 @@ static double linearInitBound(int64_t fanIn) {
   return 1.0 / std::sqrt(static_cast<double>(fanIn));
 }
 
-std::unique_ptr<Instance>
-Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
-                                    std::string path) {
-  Location loc = args.loc;
-  auto positive = [&](const std::optional<Arg> &arg,
-                      llvm::StringRef what) -> std::optional<int64_t> {
-    std::optional<int64_t> v = expectInt(*arg, what);
+namespace {
+/// One instantiation of a builtin layer: the checks of its constructor's
+/// arguments, and one method per layer that declares its parameters.
+class LayerBuilder {
+public:
+  LayerBuilder(Elaborator &elab, CallArgs &args, Instance &instance)
+      : elab(elab), args(args), instance(instance), loc(args.loc) {}
+
+  /// Each returns whether the arguments were valid (the errors reported).
+  bool linear();
+  bool embedding();
+  /// layer_norm and rms_norm.
+  bool norm();
+  bool multiHeadAttention();
+  bool feedForward();
+
+private:
+  std::optional<std::vector<std::optional<Arg>>>
+  bind(ArrayRef<Formal> formals) {
+    return elab.bindArgs(args, formals);
+  }
+
+  std::optional<int64_t> positive(const std::optional<Arg> &arg,
+                                  llvm::StringRef what) {
+    std::optional<int64_t> v = elab.expectInt(*arg, what);
     if (v && (*v <= 0 || *v > kMaxParamElements)) {
-      error(arg->loc) << what << " must be a positive size, got " << *v;
+      elab.error(arg->loc) << what << " must be a positive size, got " << *v;
       return std::nullopt;
     }
     return v;
-  };
-  auto optionalBool = [&](const std::optional<Arg> &arg, llvm::StringRef what,
-                          bool fallback) -> std::optional<bool> {
-    return arg ? expectBool(*arg, what) : fallback;
-  };
-  auto rate = [&](const std::optional<Arg> &arg) -> std::optional<double> {
+  }
+
+  std::optional<bool> optionalBool(const std::optional<Arg> &arg,
+                                   llvm::StringRef what, bool fallback) {
+    return arg ? elab.expectBool(*arg, what) : fallback;
+  }
+
+  std::optional<double> rate(const std::optional<Arg> &arg) {
     if (!arg)
       return 0.0;
-    std::optional<double> p = expectNumber(*arg, "the dropout rate");
+    std::optional<double> p = elab.expectNumber(*arg, "the dropout rate");
     if (p && !(*p >= 0 && *p < 1)) {
-      error(arg->loc) << "the dropout rate must be in [0, 1), got "
-                      << formatNumber(*p);
+      elab.error(arg->loc) << "the dropout rate must be in [0, 1), got "
+                           << formatNumber(*p);
       return std::nullopt;
     }
     return p;
-  };
-  auto epsilon = [&](const std::optional<Arg> &arg,
-                     double fallback) -> std::optional<double> {
+  }
+
+  std::optional<double> epsilon(const std::optional<Arg> &arg,
+                                double fallback) {
     if (!arg)
       return fallback;
-    std::optional<double> eps = expectNumber(*arg, "eps");
+    std::optional<double> eps = elab.expectNumber(*arg, "eps");
     if (eps && !(*eps >= 0)) {
-      error(arg->loc) << "eps must not be negative, got "
-                      << formatNumber(*eps);
+      elab.error(arg->loc) << "eps must not be negative, got "
+                           << formatNumber(*eps);
       return std::nullopt;
     }
     return eps;
-  };
-  // Each size is bounded, but a weight's rows times columns may not be.
-  auto fits = [&](int64_t rows, int64_t columns) {
+  }
+
+  /// Each size is bounded, but a weight's rows times columns may not be.
+  bool fits(int64_t rows, int64_t columns) {
     if (rows <= kMaxParamElements / columns)
       return true;
-    error(loc) << "a [" << rows << ", " << columns
-               << "] parameter is too large; at most " << kMaxParamElements
-               << " elements are supported";
+    elab.error(loc) << "a [" << rows << ", " << columns
+                    << "] parameter is too large; at most "
+                    << kMaxParamElements << " elements are supported";
     return false;
-  };
+  }
 
-  auto makeLinear = [&](Instance &owner, llvm::StringRef member, int64_t in,
-                        int64_t out, bool bias, bool zeroBias) {
+  /// Adds an nn.Linear(in, out) as member `member` of the layer.
+  void addLinear(llvm::StringRef member, int64_t in, int64_t out, bool bias,
+                 bool zeroBias) {
     auto linear = std::make_unique<Instance>(LayerKind::Linear,
-                                             owner.qualify(member), loc);
+                                             instance.qualify(member), loc);
     linear->typeName = "linear";
     double bound = linearInitBound(in);
-    declareParam(*linear, "weight", {out, in}, InitKind::uniform,
-                 {-bound, bound}, loc);
+    elab.declareParam(*linear, "weight", {out, in}, InitKind::uniform,
+                      {-bound, bound}, loc);
     if (bias && zeroBias)
-      declareParam(*linear, "bias", {out}, InitKind::zeros, {}, loc);
+      elab.declareParam(*linear, "bias", {out}, InitKind::zeros, {}, loc);
     else if (bias)
-      declareParam(*linear, "bias", {out}, InitKind::uniform, {-bound, bound},
-                   loc);
+      elab.declareParam(*linear, "bias", {out}, InitKind::uniform,
+                        {-bound, bound}, loc);
     linear->features = out;
-    owner.layers[member] = std::move(linear);
-  };
+    instance.layers[member] = std::move(linear);
+  }
 
-  auto instance = std::make_unique<Instance>(LayerKind::Linear, path, loc);
+  Elaborator &elab;
+  CallArgs &args;
+  Instance &instance;
+  Location loc;
+};
+
+/// A builtin layer: its name and the method that instantiates it.
+struct BuiltinLayer {
+  llvm::StringRef name;
+  bool (LayerBuilder::*instantiate)();
+};
+} // namespace
+
+/// The builtin layers of LANGUAGE.md section 4.
+static const BuiltinLayer kBuiltinLayers[] = {
+    {"linear", &LayerBuilder::linear},
+    {"embedding", &LayerBuilder::embedding},
+    {"layer_norm", &LayerBuilder::norm},
+    {"rms_norm", &LayerBuilder::norm},
+    {"multi_head_attention", &LayerBuilder::multiHeadAttention},
+    {"feed_forward", &LayerBuilder::feedForward},
+};
+
+static const BuiltinLayer *lookupBuiltinLayer(llvm::StringRef name) {
+  for (const BuiltinLayer &layer : kBuiltinLayers)
+    if (layer.name == name)
+      return &layer;
+  return nullptr;
+}
+
+static SmallVector<StringRef> builtinLayerNames() {
+  SmallVector<StringRef> names;
+  for (const BuiltinLayer &layer : kBuiltinLayers)
+    names.push_back(layer.name);
+  return names;
+}
+
+bool Elaborator::isBuiltinLayer(llvm::StringRef name) const {
+  return lookupBuiltinLayer(name) != nullptr;
+}
+
+std::unique_ptr<Instance>
+Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
+                                    std::string path) {
+  const BuiltinLayer *layer = lookupBuiltinLayer(name);
+  assert(layer && "not a builtin layer");
+  auto instance =
+      std::make_unique<Instance>(LayerKind::Linear, path, args.loc);
   instance->typeName = name.str();
-  if (name == "linear") {
-    auto bound = bindArgs(args, {{"in", true}, {"out", true}, {"bias", false}});
-    if (!bound)
-      return nullptr;
-    std::optional<int64_t> in = positive((*bound)[0], "in");
-    std::optional<int64_t> out = positive((*bound)[1], "out");
-    std::optional<bool> bias = optionalBool((*bound)[2], "bias", true);
-    if (!in || !out || !bias || !fits(*out, *in))
-      return nullptr;
-    double limit = linearInitBound(*in);
-    declareParam(*instance, "weight", {*out, *in}, InitKind::uniform,
-                 {-limit, limit}, loc);
-    if (*bias)
-      declareParam(*instance, "bias", {*out}, InitKind::uniform,
-                   {-limit, limit}, loc);
-    instance->features = *out;
-    return instance;
+  LayerBuilder layerBuilder(*this, args, *instance);
+  if (!(layerBuilder.*layer->instantiate)())
+    return nullptr;
+  return instance;
+}
+
+bool LayerBuilder::linear() {
+  auto bound = bind({{"in", true}, {"out", true}, {"bias", false}});
+  if (!bound)
+    return false;
+  std::optional<int64_t> in = positive((*bound)[0], "in");
+  std::optional<int64_t> out = positive((*bound)[1], "out");
+  std::optional<bool> bias = optionalBool((*bound)[2], "bias", true);
+  if (!in || !out || !bias || !fits(*out, *in))
+    return false;
+  double limit = linearInitBound(*in);
+  elab.declareParam(instance, "weight", {*out, *in}, InitKind::uniform,
+                    {-limit, limit}, loc);
+  if (*bias)
+    elab.declareParam(instance, "bias", {*out}, InitKind::uniform,
+                      {-limit, limit}, loc);
+  instance.features = *out;
+  return true;
+}
+
+bool LayerBuilder::embedding() {
+  auto bound = bind({{"n", true}, {"d", true}});
+  if (!bound)
+    return false;
+  std::optional<int64_t> n = positive((*bound)[0], "the number of rows");
+  std::optional<int64_t> d = positive((*bound)[1], "the embedding size");
+  if (!n || !d || !fits(*n, *d))
+    return false;
+  instance.kind = LayerKind::Embedding;
+  elab.declareParam(instance, "weight", {*n, *d}, InitKind::normal,
+                    {0.0, 1.0}, loc);
+  instance.features = *d;
+  return true;
+}
+
+bool LayerBuilder::norm() {
+  bool layerNorm = args.callee == "layer_norm";
+  auto bound = bind({{"d", true}, {"eps", false}});
+  if (!bound)
+    return false;
+  std::optional<int64_t> d = positive((*bound)[0], "the normalised size");
+  std::optional<double> eps = epsilon((*bound)[1], layerNorm ? 1e-5 : 1e-6);
+  if (!d || !eps)
+    return false;
+  instance.kind = layerNorm ? LayerKind::LayerNorm : LayerKind::RmsNorm;
+  instance.eps = *eps;
+  instance.features = *d;
+  elab.declareParam(instance, "weight", {*d}, InitKind::ones, {}, loc);
+  if (layerNorm)
+    elab.declareParam(instance, "bias", {*d}, InitKind::zeros, {}, loc);
+  return true;
+}
+
+bool LayerBuilder::multiHeadAttention() {
+  auto bound = bind({{"d", true},
+                     {"heads", true},
+                     {"bias", false},
+                     {"dropout", false}});
+  if (!bound)
+    return false;
+  std::optional<int64_t> d = positive((*bound)[0], "the model size");
+  std::optional<int64_t> heads = positive((*bound)[1], "the head count");
+  std::optional<bool> bias = optionalBool((*bound)[2], "bias", true);
+  std::optional<double> p = rate((*bound)[3]);
+  if (!d || !heads || !bias || !p || !fits(3 * *d, *d))
+    return false;
+  if (*d % *heads != 0) {
+    elab.error((*bound)[1]->loc) << "the model size " << *d
+                                 << " is not divisible by " << *heads
+                                 << " heads";
+    return false;
   }
-  if (name == "embedding") {
-    auto bound = bindArgs(args, {{"n", true}, {"d", true}});
-    if (!bound)
-      return nullptr;
-    std::optional<int64_t> n = positive((*bound)[0], "the number of rows");
-    std::optional<int64_t> d = positive((*bound)[1], "the embedding size");
-    if (!n || !d || !fits(*n, *d))
-      return nullptr;
-    instance->kind = LayerKind::Embedding;
-    declareParam(*instance, "weight", {*n, *d}, InitKind::normal, {0.0, 1.0},
-                 loc);
-    instance->features = *d;
-    return instance;
-  }
-  if (name == "layer_norm" || name == "rms_norm") {
-    bool layerNorm = name == "layer_norm";
-    auto bound = bindArgs(args, {{"d", true}, {"eps", false}});
-    if (!bound)
-      return nullptr;
-    std::optional<int64_t> d = positive((*bound)[0], "the normalised size");
-    std::optional<double> eps = epsilon((*bound)[1], layerNorm ? 1e-5 : 1e-6);
-    if (!d || !eps)
-      return nullptr;
-    instance->kind = layerNorm ? LayerKind::LayerNorm : LayerKind::RmsNorm;
-    instance->eps = *eps;
-    instance->features = *d;
-    declareParam(*instance, "weight", {*d}, InitKind::ones, {}, loc);
-    if (layerNorm)
-      declareParam(*instance, "bias", {*d}, InitKind::zeros, {}, loc);
-    return instance;
-  }
-  if (name == "multi_head_attention") {
-    auto bound = bindArgs(args, {{"d", true},
-                                 {"heads", true},
-                                 {"bias", false},
-                                 {"dropout", false}});
-    if (!bound)
-      return nullptr;
-    std::optional<int64_t> d = positive((*bound)[0], "the model size");
-    std::optional<int64_t> heads = positive((*bound)[1], "the head count");
-    std::optional<bool> bias = optionalBool((*bound)[2], "bias", true);
-    std::optional<double> p = rate((*bound)[3]);
-    if (!d || !heads || !bias || !p || !fits(3 * *d, *d))
-      return nullptr;
-    if (*d % *heads != 0) {
-      error((*bound)[1]->loc) << "the model size " << *d
-                              << " is not divisible by " << *heads
-                              << " heads";
-      return nullptr;
-    }
-    instance->kind = LayerKind::MultiHeadAttention;
-    instance->features = *d;
-    instance->heads = *heads;
-    instance->dropout = *p;
-    // As nn.MultiheadAttention._reset_parameters: Xavier for the packed
-    // projection, zero biases; out_proj keeps nn.Linear's weight init.
-    declareParam(*instance, "in_proj_weight", {3 * *d, *d},
-                 InitKind::xavier_uniform, {1.0}, loc);
-    if (*bias)
-      declareParam(*instance, "in_proj_bias", {3 * *d}, InitKind::zeros, {},
-                   loc);
-    makeLinear(*instance, "out_proj", *d, *d, *bias, /*zeroBias=*/true);
-    return instance;
-  }
-  if (name == "feed_forward") {
-    auto bound = bindArgs(args, {{"d", true},
-                                 {"hidden", true},
-                                 {"activation", false},
-                                 {"dropout", false}});
-    if (!bound)
-      return nullptr;
-    std::optional<int64_t> d = positive((*bound)[0], "the model size");
-    std::optional<int64_t> hidden = positive((*bound)[1], "the hidden size");
-    std::optional<double> p = rate((*bound)[3]);
-    std::optional<std::string> activation = "relu";
-    if ((*bound)[2])
-      activation = expectWord(*(*bound)[2], "the activation",
-                              {"relu", "gelu", "gelu_tanh", "silu", "tanh",
-                               "sigmoid"});
-    if (!d || !hidden || !p || !activation || !fits(*hidden, *d))
-      return nullptr;
-    instance->kind = LayerKind::FeedForward;
-    instance->features = *d;
-    instance->dropout = *p;
-    instance->activation = *symbolizeActivation(*activation);
-    makeLinear(*instance, "linear1", *d, *hidden, true, false);
-    makeLinear(*instance, "linear2", *hidden, *d, true, false);
-    return instance;
-  }
-  llvm_unreachable("not a builtin layer");
+  instance.kind = LayerKind::MultiHeadAttention;
+  instance.features = *d;
+  instance.heads = *heads;
+  instance.dropout = *p;
+  // As nn.MultiheadAttention._reset_parameters: Xavier for the packed
+  // projection, zero biases; out_proj keeps nn.Linear's weight init.
+  elab.declareParam(instance, "in_proj_weight", {3 * *d, *d},
+                    InitKind::xavier_uniform, {1.0}, loc);
+  if (*bias)
+    elab.declareParam(instance, "in_proj_bias", {3 * *d}, InitKind::zeros, {},
+                      loc);
+  addLinear("out_proj", *d, *d, *bias, /*zeroBias=*/true);
+  return true;
+}
+
+bool LayerBuilder::feedForward() {
+  auto bound = bind({{"d", true},
+                     {"hidden", true},
+                     {"activation", false},
+                     {"dropout", false}});
+  if (!bound)
+    return false;
+  std::optional<int64_t> d = positive((*bound)[0], "the model size");
+  std::optional<int64_t> hidden = positive((*bound)[1], "the hidden size");
+  std::optional<double> p = rate((*bound)[3]);
+  std::optional<std::string> activation =
+      stringifyActivation(Activation::relu).str();
+  if ((*bound)[2])
+    activation = elab.expectWord(*(*bound)[2], "the activation",
+                                 activationKeywords());
+  if (!d || !hidden || !p || !activation || !fits(*hidden, *d))
+    return false;
+  instance.kind = LayerKind::FeedForward;
+  instance.features = *d;
+  instance.dropout = *p;
+  instance.activation = *symbolizeActivation(*activation);
+  addLinear("linear1", *d, *hidden, true, false);
+  addLinear("linear2", *hidden, *d, true, false);
+  return true;
 }
