@@ -65,6 +65,12 @@ config.substitutions.append(
     ("%runtime_include", os.path.join(config.attn_src_root, "runtime", "include")))
 config.substitutions.append(
     ("%attnrt_lib", os.path.join(config.attn_obj_root, "lib", "libattnrt.a")))
+# The command line of `attnc build`'s executables (attn_main), linked before
+# libattnrt by a test that builds one by hand.
+config.substitutions.append(
+    ("%cli_include", os.path.join(config.attn_src_root, "runtime", "cli", "include")))
+config.substitutions.append(
+    ("%attncli_lib", os.path.join(config.attn_obj_root, "lib", "libattncli.a")))
 config.substitutions.append(
     ("%cc", shutil.which("clang-22") or shutil.which("cc") or "cc"))
 

@@ -13,11 +13,18 @@
 
 #include "internal.h"
 
+/* A token and its logit (NaN read as -inf), sorted together so that the
+ * comparison needs nothing but its two arguments. */
+typedef struct candidate {
+  float logit;
+  int32_t index;
+} candidate;
+
 struct attn_sampler {
   attn_sampler_options opts;
   uint64_t draws;
-  int32_t *order; /* scratch: candidate indices */
-  double *probs;  /* scratch: their probabilities */
+  candidate *order; /* scratch: the candidates, most likely first */
+  double *probs;    /* scratch: their probabilities */
   int64_t capacity;
 };
 
@@ -55,15 +62,11 @@ void attn_sampler_destroy(attn_sampler *s) {
 
 static float clean(float x) { return isnan(x) ? -INFINITY : x; }
 
-/* Sorting context for qsort, which has no user argument in C11. */
-static _Thread_local const float *sort_logits;
-
 static int by_logit(const void *a, const void *b) {
-  int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-  float x = clean(sort_logits[i]), y = clean(sort_logits[j]);
-  if (x != y)
-    return x > y ? -1 : 1;
-  return i < j ? -1 : i > j;
+  const candidate *x = a, *y = b;
+  if (x->logit != y->logit)
+    return x->logit > y->logit ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
 }
 
 attn_status attn_sample(attn_sampler *s, const float *logits, int64_t vocab,
@@ -90,7 +93,7 @@ attn_status attn_sample(attn_sampler *s, const float *logits, int64_t vocab,
   }
 
   if (vocab > s->capacity) {
-    int32_t *order = realloc(s->order, sizeof *order * (size_t)vocab);
+    candidate *order = realloc(s->order, sizeof *order * (size_t)vocab);
     if (order)
       s->order = order;
     double *probs = realloc(s->probs, sizeof *probs * (size_t)vocab);
@@ -101,18 +104,17 @@ attn_status attn_sample(attn_sampler *s, const float *logits, int64_t vocab,
     s->capacity = vocab;
   }
   for (int64_t i = 0; i < vocab; ++i)
-    s->order[i] = (int32_t)i;
-  sort_logits = logits;
+    s->order[i] = (candidate){clean(logits[i]), (int32_t)i};
   qsort(s->order, (size_t)vocab, sizeof *s->order, by_logit);
 
   int64_t keep = vocab;
   if (s->opts.top_k > 0 && s->opts.top_k < keep)
     keep = s->opts.top_k;
   /* Softmax in double over the kept candidates; -inf ones get 0. */
-  double max = clean(logits[s->order[0]]);
+  double max = s->order[0].logit;
   double total = 0;
   for (int64_t i = 0; i < keep; ++i) {
-    double z = (clean(logits[s->order[i]]) - max) / s->opts.temperature;
+    double z = (s->order[i].logit - max) / s->opts.temperature;
     s->probs[i] = exp(z);
     total += s->probs[i];
   }
@@ -149,6 +151,6 @@ attn_status attn_sample(attn_sampler *s, const float *logits, int64_t vocab,
     if (s->probs[i] > 0)
       pick = i;
   }
-  *token = s->order[pick];
+  *token = s->order[pick].index;
   return ATTN_OK;
 }

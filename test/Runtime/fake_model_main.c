@@ -4,7 +4,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "attn/runtime.h"
+#include "attn/cli.h"
 #include "fake_model.h"
 
 int main(int argc, char **argv) {

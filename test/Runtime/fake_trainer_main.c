@@ -5,7 +5,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "attn/runtime.h"
+#include "attn/cli.h"
 #include "fake_trainer.h"
 
 int main(int argc, char **argv) { return attn_main(argc, argv, &FAKE_MODEL); }

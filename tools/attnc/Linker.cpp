@@ -1,7 +1,8 @@
 //===- Linker.cpp - Linking standalone executables ------------------------===//
 //
-// Finds libattnrt next to attnc (build/lib or an install's lib/) and a C
-// compiler driver, links into a temporary file and renames it into place.
+// Finds libattncli and libattnrt next to attnc (build/lib or an install's
+// lib/) and a C compiler driver, links into a temporary file and renames it
+// into place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,15 +17,16 @@ using namespace mlir;
 
 namespace attn {
 
-/// The runtime library: $ATTN_RUNTIME_LIB, else ../lib/libattnrt.a relative
-/// to the attnc executable.
-static std::string findRuntimeLibrary() {
-  if (const char *path = std::getenv("ATTN_RUNTIME_LIB"))
+/// A library of the runtime: $`envVar`, else ../lib/`fileName` relative to
+/// the attnc executable.
+static std::string findRuntimeLibrary(const char *envVar,
+                                      llvm::StringRef fileName) {
+  if (const char *path = std::getenv(envVar))
     return path;
   static int anchor;
   std::string exe = llvm::sys::fs::getMainExecutable("attnc", &anchor);
   llvm::SmallString<256> path(llvm::sys::path::parent_path(exe));
-  llvm::sys::path::append(path, "..", "lib", "libattnrt.a");
+  llvm::sys::path::append(path, "..", "lib", fileName);
   return std::string(path);
 }
 
@@ -68,13 +70,21 @@ static LogicalResult runDriver(llvm::ArrayRef<std::string> args,
 
 LogicalResult linkExecutable(llvm::StringRef objectPath,
                              llvm::StringRef outputPath, std::string &error) {
-  std::string runtime = findRuntimeLibrary();
+  // The object's `main` calls attn_main (libattncli), which calls into
+  // libattnrt: the command line comes first for the static link.
+  std::string cli = findRuntimeLibrary("ATTN_CLI_LIB", "libattncli.a");
+  std::string runtime = findRuntimeLibrary("ATTN_RUNTIME_LIB", "libattnrt.a");
   if (!llvm::sys::fs::exists(runtime)) {
     error = "cannot find the runtime library " + runtime +
             " (set ATTN_RUNTIME_LIB to its path)";
     return failure();
   }
-  return runDriver({objectPath.str(), runtime, "-lm", "-lpthread"},
+  if (!llvm::sys::fs::exists(cli)) {
+    error = "cannot find the command-line library " + cli +
+            " (set ATTN_CLI_LIB to its path)";
+    return failure();
+  }
+  return runDriver({objectPath.str(), cli, runtime, "-lm", "-lpthread"},
                    outputPath, error);
 }
 

@@ -22,8 +22,8 @@ namespace attn {
 /// The system's C compiler driver (cc, clang-22, gcc, clang), if any.
 std::optional<std::string> findCompilerDriver();
 
-/// Links `objectPath` with libattnrt into the executable `outputPath`,
-/// replacing it only on success.
+/// Links `objectPath` with libattncli and libattnrt into the executable
+/// `outputPath`, replacing it only on success.
 mlir::LogicalResult linkExecutable(llvm::StringRef objectPath,
                                    llvm::StringRef outputPath,
                                    std::string &error);

@@ -3,9 +3,10 @@
  * libattnrt runs models compiled by attnc: it owns the parameter buffer of a
  * model (the context), initialises, loads and saves it, reads and writes
  * tensors as .npy files, calls the compiled entry points, samples tokens,
- * runs parallel loops for the generated code, and provides the command-line
- * `main` of standalone executables. It is plain C11 and depends on libc,
- * libm and pthreads only.
+ * and runs parallel loops for the generated code. It is plain C11 and
+ * depends on libc, libm and pthreads only (and opens the CUDA driver with
+ * libdl when a model runs on a GPU). The command line of the executables
+ * `attnc build` makes is a library of its own (libattncli, attn/cli.h).
  *
  * Conventions, for every function below:
  * - A function that can fail returns an `attn_status`; on failure it leaves
@@ -462,18 +463,6 @@ attn_status attn_generate(attn_ctx *ctx, const int32_t *prompt,
 /* Whether attn_generate treats `model` as an encoder-decoder: it has
  * `encode` and `decode` entry points. */
 int attn_model_is_encoder_decoder(const attn_model_info *model);
-
-/*===----------------------------------------------------------------------===*
- * The command line of standalone executables
- *===----------------------------------------------------------------------===*/
-
-/* The whole `main` of an executable built by `attnc build`: subcommands
- * info, init, forward, generate, grad, train and eval (the last three need
- * the model's training entry points); see docs/Runtime.md and
- * docs/Training.md. Returns the exit status: 0 on
- * success, 1 on bad input (a missing, corrupt or mismatched file), 2 on bad
- * command-line use. */
-int attn_main(int argc, char **argv, const attn_model_info *model);
 
 #ifdef __cplusplus
 }

@@ -1,14 +1,14 @@
 /*===- data.h - Training data: formats, vocabularies and batches ----------===*
  *
- * Not installed and not part of the API: what `train` and `eval` read with
- * --data (docs/Training.md). A dataset is a list of examples, each turned
- * into one row of every argument of the loss fn; batches are sets of
- * example indices, drawn by epoch in a seeded order.
+ * Not installed and not part of the API of libattncli: what `train` and
+ * `eval` read with --data (docs/Training.md). A dataset is a list of
+ * examples, each turned into one row of every argument of the loss fn;
+ * batches are sets of example indices, drawn by epoch in a seeded order.
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef ATTN_RUNTIME_DATA_H
-#define ATTN_RUNTIME_DATA_H
+#ifndef ATTN_CLI_DATA_H
+#define ATTN_CLI_DATA_H
 
 #include "internal.h"
 
@@ -112,4 +112,4 @@ void attn_data_epoch_order(const attn_dataset *d, uint64_t shuffle_seed,
  * {"format": F, "<role>": [strings...], ...}. */
 int attn_data_vocab_json(const attn_dataset *d, attn_buf *b);
 
-#endif /* ATTN_RUNTIME_DATA_H */
+#endif /* ATTN_CLI_DATA_H */

@@ -1,13 +1,16 @@
-/*===- cli.h - Shared pieces of the standalone executables' command line ---===*
+/*===- command.h - The parsed command line and the subcommands ------------===*
  *
- * Not installed and not part of the API: the parsed options every
- * subcommand shares (cli.c) and the training subcommands (cli_train.c).
+ * Not installed and not part of the API of libattncli: the parsed command
+ * line every subcommand reads, the table of commands and their options
+ * (main.c, options.c), the messages and exit statuses, and the subcommands
+ * (commands.c, train.c).
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef ATTN_RUNTIME_CLI_H
-#define ATTN_RUNTIME_CLI_H
+#ifndef ATTN_CLI_COMMAND_H
+#define ATTN_CLI_COMMAND_H
 
+#include "attn/cli.h"
 #include "internal.h"
 
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
@@ -28,8 +31,9 @@ enum {
   HYPER_OPT_COUNT
 };
 
-/* Everything any subcommand accepts; each subcommand lists the options it
- * takes, and the parser rejects the others. */
+/* Everything any subcommand accepts, filled by the option table
+ * (options.c); each subcommand lists the options it takes, and the parser
+ * rejects the others. */
 typedef struct cli {
   const char *prog;    /* basename of argv[0] */
   const char *command;
@@ -42,7 +46,7 @@ typedef struct cli {
   int64_t tokens, context;
   int64_t bos, eos; /* generate's start and stop tokens; eos -1: none */
   double temperature, top_p;
-  int32_t top_k, threads;
+  int64_t top_k, threads; /* threads 0: all cores */
   /* Training. */
   const char *data, *resume, *log, *checkpoint;
   int format;           /* attn_data_format; ATTN_DATA_AUTO by default */
@@ -53,6 +57,33 @@ typedef struct cli {
   int has_hyper[HYPER_OPT_COUNT];
 } cli;
 
+/* An option a command takes, and its line in the command's --help after
+ * the option's name and value (options.c), continued on further lines after
+ * each '\n'. Options whose help is NULL are listed together, on one line
+ * before the next option's. */
+typedef struct cli_command_option {
+  const char *name;
+  const char *help;
+} cli_command_option;
+
+/* A subcommand: its line in the usage, its --help, the options it takes
+ * (ending with a NULL name; every command also takes --threads) and what
+ * runs it, returning the exit status. */
+typedef struct cli_command {
+  const char *name;
+  const char *summary;     /* one line for the command list */
+  const char *synopsis;    /* after "PROG NAME " */
+  const char *description; /* the paragraph before the options */
+  const cli_command_option *options;
+  int (*run)(cli *c);
+} cli_command;
+
+/* Parses argv[first ..) for `cmd` into *c: `-x V`, `--xx V` and `--xx=V`,
+ * or --help. Returns an exit status to stop with, or -1 to run the command. */
+int attn_cli_parse_options(cli *c, const cli_command *cmd, int argc,
+                           char **argv, int first);
+
+/* One `error: ... (see 'PROG COMMAND --help')` line; returns EXIT_USAGE. */
 int attn_cli_usage_error(const cli *c, const char *fmt, ...) ATTN_PRINTF(2, 3);
 /* Reports the runtime's last error, which already names file and tensor. */
 int attn_cli_input_error(void);
@@ -68,8 +99,12 @@ int attn_cli_load_weights(cli *c, attn_ctx **ctx);
 int attn_cli_read_inputs(cli *c, const attn_entry_info *e,
                          attn_tensor *inputs);
 
+int attn_cmd_info(cli *c);
+int attn_cmd_init(cli *c);
+int attn_cmd_forward(cli *c);
+int attn_cmd_generate(cli *c);
 int attn_cmd_grad(cli *c);
 int attn_cmd_train(cli *c);
 int attn_cmd_eval(cli *c);
 
-#endif /* ATTN_RUNTIME_CLI_H */
+#endif /* ATTN_CLI_COMMAND_H */

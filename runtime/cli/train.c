@@ -1,4 +1,4 @@
-/*===- cli_train.c - The grad, train and eval subcommands -------------------===*
+/*===- train.c - The grad, train and eval subcommands ----------------------===*
  *
  * Training on the entry points attnc derives from `train { }` (abi.h):
  * `<loss>_grad` writes d loss / d param into the context's gradient buffer,
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "command.h"
 #include "data.h"
 
 #define usage_error attn_cli_usage_error
@@ -108,7 +108,7 @@ static int scalar_results(const attn_entry_info *e, int32_t min) {
 static int load_weights_meta(cli *c, attn_ctx **ctx, attn_json **meta) {
   *meta = NULL;
   const attn_model_info *m = c->model;
-  attn_options opts = {c->threads, NULL, 0};
+  attn_options opts = {(int32_t)c->threads, NULL, 0};
   if (attn_ctx_create(m, &opts, ctx))
     return input_error();
   if (!c->weights)
@@ -746,7 +746,7 @@ int attn_cmd_train(cli *c) {
   int64_t step0 = 0;
   const char *source = c->resume ? c->resume : c->weights;
   if (c->resume) {
-    attn_options opts = {c->threads, NULL, 0};
+    attn_options opts = {(int32_t)c->threads, NULL, 0};
     if (attn_ctx_create(m, &opts, &ctx)) {
       st = input_error();
       goto done;

@@ -173,19 +173,23 @@ static int count_word(counter *c, const char *w) {
   return 1;
 }
 
-static const counter *sort_counter;
+/* A counted word, sorted with its count so that the comparisons need
+ * nothing but their two arguments. */
+typedef struct counted_word {
+  const char *word;
+  int64_t count;
+} counted_word;
 
 static int by_count(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  int64_t cx = sort_counter->counts[x], cy = sort_counter->counts[y];
-  if (cx != cy)
-    return cx > cy ? -1 : 1;
-  return strcmp(sort_counter->v.words[x], sort_counter->v.words[y]);
+  const counted_word *x = a, *y = b;
+  if (x->count != y->count)
+    return x->count > y->count ? -1 : 1;
+  return strcmp(x->word, y->word);
 }
 
 static int by_name(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return strcmp(sort_counter->v.words[x], sort_counter->v.words[y]);
+  const counted_word *x = a, *y = b;
+  return strcmp(x->word, y->word);
 }
 
 /* Appends to `out` the counted words seen at least `min_count` times that
@@ -193,20 +197,18 @@ static int by_name(const void *a, const void *b) {
  * when `alphabetical`), until it holds `limit` ids (0: no limit). */
 static int vocab_append_counted(attn_vocab *out, counter *c, int64_t min_count,
                                 int64_t limit, int alphabetical) {
-  int32_t *order = malloc(sizeof *order * (size_t)(c->v.n + 1));
+  counted_word *order = malloc(sizeof *order * (size_t)(c->v.n + 1));
   if (!order)
     return 0;
   for (int32_t i = 0; i < c->v.n; ++i)
-    order[i] = i;
-  sort_counter = c;
+    order[i] = (counted_word){c->v.words[i], c->counts[i]};
   qsort(order, (size_t)c->v.n, sizeof *order, alphabetical ? by_name : by_count);
   int ok = 1;
   for (int32_t i = 0; i < c->v.n && ok; ++i) {
     if (limit > 0 && out->n >= limit)
       break;
-    if (c->counts[order[i]] >= min_count &&
-        vocab_find(out, c->v.words[order[i]]) < 0)
-      ok = vocab_add(out, c->v.words[order[i]]) >= 0;
+    if (order[i].count >= min_count && vocab_find(out, order[i].word) < 0)
+      ok = vocab_add(out, order[i].word) >= 0;
   }
   free(order);
   return ok;

@@ -1,0 +1,232 @@
+/*===- main.c - attn_main: the subcommands and their dispatch --------------===*
+ *
+ * `attnc build` links a model with `main` calling attn_main, which gives every
+ * compiled model the same subcommands (TOOLS.md, docs/Runtime.md). This file
+ * holds the table of subcommands, the options each takes with its help, and
+ * the messages every subcommand reports errors with.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <string.h>
+
+#include "command.h"
+#include "data.h"
+
+/*===- Messages -----------------------------------------------------------===*/
+
+int attn_cli_usage_error(const cli *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "error: ");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (c->command)
+    fprintf(stderr, " (see '%s %s --help')\n", c->prog, c->command);
+  else
+    fprintf(stderr, " (see '%s --help')\n", c->prog);
+  return EXIT_USAGE;
+}
+
+int attn_cli_input_error(void) {
+  fprintf(stderr, "error: %s\n", attn_last_error());
+  return EXIT_INPUT;
+}
+
+int attn_cli_input_errorf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "error: ");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return EXIT_INPUT;
+}
+
+/*===- The subcommands ----------------------------------------------------===*/
+
+/* The options of each command, in the order its --help lists them. */
+static const cli_command_option INFO_OPTIONS[] = {{NULL, NULL}};
+
+static const cli_command_option INIT_OPTIONS[] = {
+    {"--seed", "random seed (default 0)"},
+    {"-o", "the safetensors file to write"},
+    {NULL, NULL}};
+
+static const cli_command_option FORWARD_OPTIONS[] = {
+    {"-w", "weights (safetensors)"},
+    {"--in", "binds argument ARG to a .npy file; one per\n"
+             "argument (i64 files are accepted for i32)"},
+    {"--fn", "the entry point (default forward)"},
+    {"-o", "the output .npy (or prefix, see above)"},
+    {NULL, NULL}};
+
+static const cli_command_option GENERATE_OPTIONS[] = {
+    {"-w", "weights (safetensors)"},
+    {"--prompt", "the start of the text (at least one byte)"},
+    {"--tokens", "new tokens to generate (default 100)"},
+    {"--temperature", "0 is greedy decoding (default 1)"},
+    {"--top-k", "sample from the K most likely (default 0: all)"},
+    {"--top-p", "sample from the nucleus of probability P\n"
+                "(default 1: all)"},
+    {"--seed", "random seed (default 0)"},
+    {"--ids-out", "also save the new token ids as i32 .npy"},
+    {"--context", "feed forward only the last N tokens\n"
+                  "(default 0: the whole sequence)"},
+    {"--eos", "stop after producing token N (not written)"},
+    {"--bos", "encoder-decoder models: the target's start\n"
+              "token (default 0)"},
+    {NULL, NULL}};
+
+static const cli_command_option GRAD_OPTIONS[] = {
+    {"-w", "weights (safetensors)"},
+    {"--in", "binds argument ARG of the loss fn to a .npy"},
+    {"--fn", "the loss fn (default: train { loss })"},
+    {"--seed", "dropout seed (default 0; the call's seed is\n"
+               "attn_dropout_seed(N, 0))"},
+    {"-o", "the gradients (safetensors)"},
+    {NULL, NULL}};
+
+static const cli_command_option TRAIN_OPTIONS[] = {
+    {"-w", "initial weights (safetensors)"},
+    {"--data", "training data: text, .npy tokens, .tagged\n"
+               "word<TAB>tag, or .tsv input<TAB>target pairs"},
+    {"--format", "text, tokens, tagged or pairs (default: by\n"
+                 "the file's extension)"},
+    {"--steps", "train until step N (default: the schedule's\n"
+                "steps for cosine, else 1000)"},
+    {"--batch", "examples per step (default 16)"},
+    {"--seq", "positions per example (default: the model's\n"
+              "limit, else 128)"},
+    {"--seed", "data order and dropout seed (default 0)"},
+    {"--min-count", "tagged text: words seen fewer than N times\n"
+                    "train their unknown-word class (default 2)"},
+    {"-o", "the trained weights (safetensors)"},
+    {"--save-every", "also save a checkpoint every N steps"},
+    {"--checkpoint", "where (default: OUT with .ckpt.safetensors)"},
+    {"--resume", "continue a checkpoint, exactly"},
+    {"--log", "the loss CSV (default: OUT with .csv)"},
+    {"--lr", NULL},
+    {"--beta1", NULL},
+    {"--beta2", NULL},
+    {"--eps", NULL},
+    {"--weight-decay", NULL},
+    {"--clip-norm", "override the train { } values"},
+    {"--schedule", "constant, cosine or warmup_rsqrt"},
+    {"--warmup", "warmup steps of cosine and warmup_rsqrt"},
+    {"--schedule-steps", "the step cosine decays to 0 at"},
+    {"--d-model", "warmup_rsqrt's d_model"},
+    {NULL, NULL}};
+
+static const cli_command_option EVAL_OPTIONS[] = {
+    {"-w", "weights (safetensors)"},
+    {"--data", "the data, as for train"},
+    {"--format", "text, tokens, tagged or pairs"},
+    {"--batch", "examples per call (default 16)"},
+    {"--seq", "positions per example (as for train)"},
+    {"--fn", "the loss fn (default: train { loss })"},
+    {NULL, NULL}};
+
+static const cli_command COMMANDS[] = {
+    {"info", "the model, its entry points and parameters", "",
+     "Prints the model's name, target, entry points with their argument\n"
+     "types (symbolic dims by name), every parameter with its shape and\n"
+     "initialiser, and the total parameter count.\n",
+     INFO_OPTIONS, attn_cmd_info},
+    {"init", "write initial weights", "[--seed N] -o W.safetensors",
+     "Writes initial weights, drawn per each parameter's initialiser;\n"
+     "the same seed gives the same file on any number of threads.\n",
+     INIT_OPTIONS, attn_cmd_init},
+    {"forward", "run an entry point on .npy inputs",
+     "-w W.safetensors --in ARG=FILE.npy ... [--fn NAME] -o OUT.npy",
+     "Runs an entry point on .npy inputs and writes its results as .npy:\n"
+     "to OUT for one result, to OUT.0.npy, OUT.1.npy, ... for several\n"
+     "(a trailing .npy of OUT is moved after the index).\n",
+     FORWARD_OPTIONS, attn_cmd_forward},
+    {"generate", "generate text, byte by byte",
+     "-w W.safetensors --prompt TEXT [--tokens N] [--temperature X]\n"
+     "                  [--top-k K] [--top-p P] [--seed N] [--ids-out IDS.npy]",
+     "Generates text byte by byte, writing the prompt and then each new\n"
+     "byte to standard output as it is produced. An encoder-decoder model\n"
+     "(encode and decode) takes the prompt as its source and writes only\n"
+     "the target it generates, from the --bos token.\n",
+     GENERATE_OPTIONS, attn_cmd_generate},
+    {"grad", "the loss and its gradient for every parameter",
+     "-w W.safetensors --in ARG=FILE.npy ... [--fn NAME] [--seed N]\n"
+     "              -o GRADS.safetensors",
+     "Runs the gradient entry point NAME_grad of a loss fn on .npy inputs,\n"
+     "prints the loss and writes d loss / d parameter for every parameter,\n"
+     "under the parameter's name, as safetensors.\n",
+     GRAD_OPTIONS, attn_cmd_grad},
+    {"train", "train the weights on a data file",
+     "-w W.safetensors --data DATA [--steps N] [--batch B] [--seq T]\n"
+     "               [--lr X] [--seed N] [--save-every N] [--resume CKPT]\n"
+     "               -o W2.safetensors",
+     "Trains with the model's train_step entry point, starting from -w (or\n"
+     "from a checkpoint with --resume), and writes the weights to -o, a\n"
+     "checkpoint (weights and optimizer state) and a CSV of the loss curve.\n"
+     "Defaults come from the model's train { } section (see 'info').\n"
+     "See docs/Training.md.\n",
+     TRAIN_OPTIONS, attn_cmd_train},
+    {"eval", "mean loss and perplexity on a data file",
+     "-w W.safetensors --data DATA [--batch B] [--seq T] [--fn NAME]",
+     "Computes the mean loss per scored position (and its exp, the\n"
+     "perplexity) of the loss fn over every example of DATA, without\n"
+     "dropout.\n",
+     EVAL_OPTIONS, attn_cmd_eval},
+    {NULL, NULL, NULL, NULL, NULL, NULL}};
+
+static void print_usage(FILE *f, const char *prog, const attn_model_info *m) {
+  fprintf(f, "usage: %s <command> [options]\n\n", prog);
+  fprintf(f, "Runs model '%s' (compiled by attnc for %s).\n\ncommands:\n",
+          m->name, m->target ? m->target : "?");
+  for (const cli_command *c = COMMANDS; c->name; ++c)
+    fprintf(f, "  %-10s%s\n", c->name, c->summary);
+  fprintf(f, "\nEvery command takes --threads N (default: all cores); "
+             "'%s COMMAND --help'\ndescribes its options.\n",
+          prog);
+}
+
+/* The options before any is parsed. */
+static void init_cli(cli *c, const char *argv0, const attn_model_info *m) {
+  memset(c, 0, sizeof *c);
+  const char *prog = argv0 ? argv0 : "model";
+  const char *slash = strrchr(prog, '/');
+  c->prog = slash ? slash + 1 : prog;
+  c->model = m;
+  c->tokens = 100;
+  c->format = ATTN_DATA_AUTO;
+  c->schedule = -1;
+  c->eos = -1;
+  c->temperature = 1.0;
+  c->top_p = 1.0;
+}
+
+int attn_main(int argc, char **argv, const attn_model_info *model) {
+  cli c;
+  init_cli(&c, argc > 0 ? argv[0] : NULL, model);
+  if (!model || !model->name) {
+    fprintf(stderr, "error: no model table\n");
+    return EXIT_INPUT;
+  }
+  if (argc < 2) {
+    print_usage(stderr, c.prog, model);
+    return EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    print_usage(stdout, c.prog, model);
+    return EXIT_OK;
+  }
+  const cli_command *cmd = COMMANDS;
+  while (cmd->name && strcmp(cmd->name, argv[1]) != 0)
+    ++cmd;
+  if (!cmd->name)
+    return attn_cli_usage_error(&c, "unknown command '%s'", argv[1]);
+  c.command = cmd->name;
+  int st = attn_cli_parse_options(&c, cmd, argc, argv, 2);
+  if (st >= 0)
+    return st;
+  return cmd->run(&c);
+}
