@@ -28,11 +28,21 @@
 
 namespace mlir {
 namespace func {
+class CallOp;
 class FuncOp;
 } // namespace func
 } // namespace mlir
 
+namespace attn {
+class GetParamOp;
+class GetParamBufferOp;
+class SetParamBufferOp;
+class KVCacheAppendOp;
+} // namespace attn
+
 namespace attn::reference {
+
+struct AttentionOptions;
 
 struct EvaluatorOptions {
   /// Whether the function runs as a training entry point: dropout of a
@@ -103,8 +113,30 @@ private:
   mlir::FailureOr<llvm::SmallVector<Tensor>> call(mlir::func::FuncOp function,
                                                   llvm::ArrayRef<Tensor> inputs,
                                                   unsigned depth);
+  /// Computes the results of `op` into `frame`.
   mlir::LogicalResult evaluate(mlir::Operation *op, Frame &frame,
                                unsigned depth);
+  /// The ops that read or write the evaluator's state (calls, parameters,
+  /// the key/value cache), and those that draw dropout masks from a seed;
+  /// nothing for an op of another kind.
+  std::optional<mlir::LogicalResult>
+  evaluateStateOp(mlir::Operation *op, Frame &frame, unsigned depth);
+  std::optional<mlir::LogicalResult> evaluateRandomOp(mlir::Operation *op,
+                                                      Frame &frame);
+  mlir::LogicalResult evaluateCall(mlir::func::CallOp callOp, Frame &frame,
+                                   unsigned depth);
+  mlir::LogicalResult readParam(GetParamOp getParam, Frame &frame);
+  mlir::LogicalResult readParamBuffer(GetParamBufferOp getParamBuffer,
+                                      Frame &frame);
+  mlir::LogicalResult writeParamBuffer(SetParamBufferOp setParamBuffer,
+                                       Frame &frame);
+  mlir::LogicalResult appendToCache(KVCacheAppendOp append, Frame &frame);
+  /// The seed a dropout draws its mask from.
+  uint64_t seedOf(mlir::Value seed, const Frame &frame) const;
+  /// Sets the dropout of `attention` when it has a seed and a nonzero rate.
+  void setAttentionDropout(AttentionOptions &attention, llvm::APFloat rate,
+                           mlir::Value seed, std::optional<uint64_t> stream,
+                           const Frame &frame) const;
   /// Whether the running entry point wrote `buffer` of parameter `name`.
   bool wasWritten(ParamBufferKind buffer, llvm::StringRef name) const;
   /// attn.set_param's store: `value` becomes `buffer` of parameter `name`,
