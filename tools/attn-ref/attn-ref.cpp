@@ -211,8 +211,11 @@ FailureOr<Tensor> hyperVector(ModuleOp module, llvm::StringRef spec) {
     const auto *it = llvm::find(keys, key.trim());
     double value;
     if (it == std::end(keys) || text.trim().getAsDouble(value)) {
-      fail("--hyper: expected KEY=NUMBER with KEY one of lr, beta1, beta2, "
-           "eps, weight_decay, clip_norm, step; got '" + pair + "'",
+      std::string names;
+      llvm::raw_string_ostream os(names);
+      llvm::interleaveComma(keys, os);
+      fail("--hyper: expected KEY=NUMBER with KEY one of " + names +
+               "; got '" + pair + "'",
            kExitUsage);
       return failure();
     }
@@ -240,6 +243,206 @@ int writeBuffers(Evaluator &evaluator, llvm::StringRef path,
   if (llvm::Error error = writeSafetensors(path, tensors, writeF64))
     return fail(llvm::toString(std::move(error)));
   return 0;
+}
+
+/// Gives every parameter its value from the safetensors file of -w, which
+/// must hold exactly the model's parameters.
+int loadWeights(Evaluator &evaluator) {
+  auto tensors = readSafetensors(weights);
+  if (!tensors)
+    return fail(llvm::toString(tensors.takeError()));
+  for (auto &[name, tensor] : *tensors) {
+    if (!evaluator.declaresParameter(name))
+      return fail(weights + ": tensor '" + name +
+                  "' is not a parameter of the model");
+    if (failed(evaluator.setParameter(name, std::move(tensor))))
+      return kExitError;
+  }
+  llvm::SmallVector<std::string> unset = evaluator.getUnsetParameters();
+  if (!unset.empty())
+    return fail(weights + ": no tensor for parameter '" + unset.front() +
+                "'" +
+                (unset.size() > 1
+                     ? " (and " + std::to_string(unset.size() - 1) + " more)"
+                     : std::string()));
+  return 0;
+}
+
+/// Sets Adam's moments from the checkpoint --moments names.
+int loadMoments(Evaluator &evaluator) {
+  auto tensors = readSafetensors(moments);
+  if (!tensors)
+    return fail(llvm::toString(tensors.takeError()));
+  for (auto &[name, tensor] : *tensors) {
+    llvm::StringRef param = name;
+    ParamBufferKind buffer = ParamBufferKind::FirstMoment;
+    // A checkpoint's weights and step count are not moments.
+    if (param == "optim.step" || evaluator.declaresParameter(param))
+      continue;
+    if (!param.consume_front("optim.m.")) {
+      buffer = ParamBufferKind::SecondMoment;
+      if (!param.consume_front("optim.v.") ||
+          !evaluator.declaresParameter(param))
+        param = "";
+    }
+    if (param.empty() || !evaluator.declaresParameter(param))
+      return fail(moments + ": tensor '" + name +
+                  "' is not optim.m.NAME or optim.v.NAME of a parameter");
+    if (failed(evaluator.setBuffer(buffer, param, std::move(tensor))))
+      return kExitError;
+  }
+  return 0;
+}
+
+/// Reads the arguments --in names into `args`, by name or in order.
+int readInputs(func::FuncOp fn,
+               llvm::SmallVectorImpl<std::optional<Tensor>> &args) {
+  unsigned nextPositional = 0;
+  for (llvm::StringRef spec : inputs) {
+    auto [name, path] = spec.split('=');
+    std::optional<unsigned> index;
+    if (path.empty()) {
+      path = name;
+      index = nextPositional++;
+    } else {
+      index = findArgument(fn, name);
+    }
+    if (!index || *index >= fn.getNumArguments())
+      return fail("'" + function + "' has no argument '" + name + "' (it has " +
+                      llvm::Twine(fn.getNumArguments()) + ")",
+                  kExitUsage);
+    if (args[*index])
+      return fail("argument " + llvm::Twine(*index) + " is given twice",
+                  kExitUsage);
+    auto tensor = readNpy(path);
+    if (!tensor)
+      return fail(llvm::toString(tensor.takeError()));
+    FailureOr<Tensor> converted =
+        convertInput(std::move(*tensor), fn.getArgumentTypes()[*index], path);
+    if (failed(converted))
+      return kExitError;
+    args[*index] = std::move(*converted);
+  }
+  return 0;
+}
+
+/// Fills the seed and hyperparameter arguments of the training entry points
+/// from --seed and --hyper, where --in gave none.
+int fillTrainingArguments(ModuleOp module, func::FuncOp fn,
+                          llvm::SmallVectorImpl<std::optional<Tensor>> &args) {
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    if (args[i])
+      continue;
+    if (fn.getArgAttr(i, "attn.seed")) {
+      if (!seed.getNumOccurrences())
+        return fail("'" + function + "' takes a dropout seed: pass --seed N",
+                    kExitUsage);
+      args[i] = Tensor::scalar(
+          DType::I64, static_cast<double>(static_cast<int64_t>(seed)));
+    } else if (fn.getArgAttr(i, "attn.hyper")) {
+      FailureOr<Tensor> vector = hyperVector(module, hyper);
+      if (failed(vector))
+        return kExitUsage;
+      args[i] = std::move(*vector);
+    }
+  }
+  return 0;
+}
+
+/// The arguments of `fn` from the command line, every one required.
+int readArguments(ModuleOp module, func::FuncOp fn,
+                  llvm::SmallVectorImpl<Tensor> &argValues) {
+  llvm::SmallVector<std::optional<Tensor>> args(fn.getNumArguments());
+  if (int status = readInputs(fn, args))
+    return status;
+  if (int status = fillTrainingArguments(module, fn, args))
+    return status;
+  for (auto [index, arg] : llvm::enumerate(args)) {
+    if (!arg)
+      return fail("no value for argument " + llvm::Twine(index) + " of '" +
+                      function + "' (pass --in arg" + llvm::Twine(index) +
+                      "=FILE.npy)",
+                  kExitUsage);
+    argValues.push_back(std::move(*arg));
+  }
+  return 0;
+}
+
+/// --fd-grad: writes the gradient of the function with respect to every
+/// parameter (those --fd-mask names, when given) by finite differences.
+int writeFiniteDifferenceGradients(Evaluator &evaluator,
+                                   llvm::ArrayRef<Tensor> argValues) {
+  if (output.empty())
+    return fail("--fd-grad needs -o FILE.safetensors", kExitUsage);
+  std::optional<llvm::StringMap<Tensor>> masks;
+  if (!fdMask.empty()) {
+    auto tensors = readSafetensors(fdMask);
+    if (!tensors)
+      return fail(llvm::toString(tensors.takeError()));
+    masks.emplace();
+    for (auto &[name, tensor] : *tensors)
+      (*masks)[name] = std::move(tensor);
+  }
+  std::vector<std::pair<std::string, Tensor>> gradients;
+  for (const std::string &name : evaluator.getParameterNames()) {
+    const Tensor *mask = nullptr;
+    if (masks) {
+      auto it = masks->find(name);
+      if (it == masks->end())
+        continue;
+      mask = &it->second;
+    }
+    FailureOr<Tensor> gradient = evaluator.gradientByFiniteDifferences(
+        function, argValues, name, fdStep, mask);
+    if (failed(gradient))
+      return kExitError;
+    gradients.emplace_back(name, std::move(*gradient));
+  }
+  if (llvm::Error error = writeSafetensors(output, gradients, writeF64))
+    return fail(llvm::toString(std::move(error)));
+  return 0;
+}
+
+/// Writes the results to -o (one .npy file each), or prints them.
+int writeResults(llvm::ArrayRef<Tensor> results) {
+  if (output.empty()) {
+    for (auto [index, tensor] : llvm::enumerate(results)) {
+      llvm::outs() << "result " << index << ": " << tensor.describe() << "\n";
+      printTensor(llvm::outs(), tensor);
+    }
+    return 0;
+  }
+  llvm::StringRef stem = output;
+  stem.consume_back(".npy");
+  for (auto [index, tensor] : llvm::enumerate(results)) {
+    std::string path = results.size() == 1
+                           ? output.getValue()
+                           : (stem + "." + llvm::Twine(index) + ".npy").str();
+    if (llvm::Error error = writeNpy(path, tensor, writeF64))
+      return fail(llvm::toString(std::move(error)));
+  }
+  return 0;
+}
+
+/// Runs the function, then writes the buffers --grads-out and --state-out
+/// name and the results.
+int runFunction(Evaluator &evaluator, llvm::ArrayRef<Tensor> argValues) {
+  FailureOr<llvm::SmallVector<Tensor>> results =
+      evaluator.run(function, argValues);
+  if (failed(results))
+    return kExitError;
+  if (!gradsOut.empty())
+    if (int status = writeBuffers(evaluator, gradsOut,
+                                  {{ParamBufferKind::Grad, ""}}))
+      return status;
+  if (!stateOut.empty())
+    if (int status = writeBuffers(
+            evaluator, stateOut,
+            {{ParamBufferKind::Value, ""},
+             {ParamBufferKind::FirstMoment, "optim.m."},
+             {ParamBufferKind::SecondMoment, "optim.v."}}))
+      return status;
+  return writeResults(*results);
 }
 
 } // namespace
@@ -280,169 +483,16 @@ int main(int argc, char **argv) {
   if (seed.getNumOccurrences())
     evaluatorOptions.seed = seed;
   Evaluator evaluator(*module, evaluatorOptions);
-  if (!weights.empty()) {
-    auto tensors = readSafetensors(weights);
-    if (!tensors)
-      return fail(llvm::toString(tensors.takeError()));
-    for (auto &[name, tensor] : *tensors) {
-      if (!evaluator.declaresParameter(name))
-        return fail(weights + ": tensor '" + name +
-                    "' is not a parameter of the model");
-      if (failed(evaluator.setParameter(name, std::move(tensor))))
-        return kExitError;
-    }
-    llvm::SmallVector<std::string> unset = evaluator.getUnsetParameters();
-    if (!unset.empty())
-      return fail(weights + ": no tensor for parameter '" + unset.front() +
-                  "'" +
-                  (unset.size() > 1
-                       ? " (and " + std::to_string(unset.size() - 1) + " more)"
-                       : std::string()));
-  }
-
-  if (!moments.empty()) {
-    auto tensors = readSafetensors(moments);
-    if (!tensors)
-      return fail(llvm::toString(tensors.takeError()));
-    for (auto &[name, tensor] : *tensors) {
-      llvm::StringRef param = name;
-      ParamBufferKind buffer = ParamBufferKind::FirstMoment;
-      // A checkpoint's weights and step count are not moments.
-      if (param == "optim.step" || evaluator.declaresParameter(param))
-        continue;
-      if (!param.consume_front("optim.m.")) {
-        buffer = ParamBufferKind::SecondMoment;
-        if (!param.consume_front("optim.v.") ||
-            !evaluator.declaresParameter(param))
-          param = "";
-      }
-      if (param.empty() || !evaluator.declaresParameter(param))
-        return fail(moments + ": tensor '" + name +
-                    "' is not optim.m.NAME or optim.v.NAME of a parameter");
-      if (failed(evaluator.setBuffer(buffer, param, std::move(tensor))))
-        return kExitError;
-    }
-  }
-
-  llvm::SmallVector<std::optional<Tensor>> args(fn.getNumArguments());
-  unsigned nextPositional = 0;
-  for (llvm::StringRef spec : inputs) {
-    auto [name, path] = spec.split('=');
-    std::optional<unsigned> index;
-    if (path.empty()) {
-      path = name;
-      index = nextPositional++;
-    } else {
-      index = findArgument(fn, name);
-    }
-    if (!index || *index >= fn.getNumArguments())
-      return fail("'" + function + "' has no argument '" + name + "' (it has " +
-                      llvm::Twine(fn.getNumArguments()) + ")",
-                  kExitUsage);
-    if (args[*index])
-      return fail("argument " + llvm::Twine(*index) + " is given twice",
-                  kExitUsage);
-    auto tensor = readNpy(path);
-    if (!tensor)
-      return fail(llvm::toString(tensor.takeError()));
-    FailureOr<Tensor> converted =
-        convertInput(std::move(*tensor), fn.getArgumentTypes()[*index], path);
-    if (failed(converted))
-      return kExitError;
-    args[*index] = std::move(*converted);
-  }
-  // The seed and hyperparameter arguments of the training entry points come
-  // from --seed and --hyper.
-  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-    if (args[i])
-      continue;
-    if (fn.getArgAttr(i, "attn.seed")) {
-      if (!seed.getNumOccurrences())
-        return fail("'" + function + "' takes a dropout seed: pass --seed N",
-                    kExitUsage);
-      args[i] = Tensor::scalar(
-          DType::I64, static_cast<double>(static_cast<int64_t>(seed)));
-    } else if (fn.getArgAttr(i, "attn.hyper")) {
-      FailureOr<Tensor> vector = hyperVector(*module, hyper);
-      if (failed(vector))
-        return kExitUsage;
-      args[i] = std::move(*vector);
-    }
-  }
+  if (!weights.empty())
+    if (int status = loadWeights(evaluator))
+      return status;
+  if (!moments.empty())
+    if (int status = loadMoments(evaluator))
+      return status;
   llvm::SmallVector<Tensor> argValues;
-  for (auto [index, arg] : llvm::enumerate(args)) {
-    if (!arg)
-      return fail("no value for argument " + llvm::Twine(index) + " of '" +
-                      function + "' (pass --in arg" + llvm::Twine(index) +
-                      "=FILE.npy)",
-                  kExitUsage);
-    argValues.push_back(std::move(*arg));
-  }
-
-  if (fdGrad) {
-    if (output.empty())
-      return fail("--fd-grad needs -o FILE.safetensors", kExitUsage);
-    std::optional<llvm::StringMap<Tensor>> masks;
-    if (!fdMask.empty()) {
-      auto tensors = readSafetensors(fdMask);
-      if (!tensors)
-        return fail(llvm::toString(tensors.takeError()));
-      masks.emplace();
-      for (auto &[name, tensor] : *tensors)
-        (*masks)[name] = std::move(tensor);
-    }
-    std::vector<std::pair<std::string, Tensor>> gradients;
-    for (const std::string &name : evaluator.getParameterNames()) {
-      const Tensor *mask = nullptr;
-      if (masks) {
-        auto it = masks->find(name);
-        if (it == masks->end())
-          continue;
-        mask = &it->second;
-      }
-      FailureOr<Tensor> gradient = evaluator.gradientByFiniteDifferences(
-          function, argValues, name, fdStep, mask);
-      if (failed(gradient))
-        return kExitError;
-      gradients.emplace_back(name, std::move(*gradient));
-    }
-    if (llvm::Error error = writeSafetensors(output, gradients, writeF64))
-      return fail(llvm::toString(std::move(error)));
-    return 0;
-  }
-
-  FailureOr<llvm::SmallVector<Tensor>> results =
-      evaluator.run(function, argValues);
-  if (failed(results))
-    return kExitError;
-
-  if (!gradsOut.empty())
-    if (int status = writeBuffers(evaluator, gradsOut,
-                                  {{ParamBufferKind::Grad, ""}}))
-      return status;
-  if (!stateOut.empty())
-    if (int status = writeBuffers(
-            evaluator, stateOut,
-            {{ParamBufferKind::Value, ""},
-             {ParamBufferKind::FirstMoment, "optim.m."},
-             {ParamBufferKind::SecondMoment, "optim.v."}}))
-      return status;
-
-  if (output.empty()) {
-    for (auto [index, tensor] : llvm::enumerate(*results)) {
-      llvm::outs() << "result " << index << ": " << tensor.describe() << "\n";
-      printTensor(llvm::outs(), tensor);
-    }
-    return 0;
-  }
-  llvm::StringRef stem = output;
-  stem.consume_back(".npy");
-  for (auto [index, tensor] : llvm::enumerate(*results)) {
-    std::string path = results->size() == 1
-                           ? output.getValue()
-                           : (stem + "." + llvm::Twine(index) + ".npy").str();
-    if (llvm::Error error = writeNpy(path, tensor, writeF64))
-      return fail(llvm::toString(std::move(error)));
-  }
-  return 0;
+  if (int status = readArguments(*module, fn, argValues))
+    return status;
+  if (fdGrad)
+    return writeFiniteDifferenceGradients(evaluator, argValues);
+  return runFunction(evaluator, argValues);
 }
