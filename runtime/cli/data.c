@@ -597,156 +597,184 @@ typedef struct tagged_line {
   int64_t line; /* 1-based */
 } tagged_line;
 
-static attn_status open_tagged(attn_dataset *d, const attn_data_spec *spec,
-                               const attn_tensor_info *const *in) {
-  attn_status st;
-  char *buf = NULL, **lines = NULL;
-  tagged_line *toks = NULL;
-  counter words = {0}, tags = {0}, classes = {0};
-  field fw = {0}, ft = {0};
-  if ((st = read_file(d->path, &buf, &d->bytes, &d->hash, 1)))
-    return st;
-  if ((st = pick_seq(d, spec, in[0])))
-    goto done;
-  int64_t num_lines = split_lines(buf, d->bytes, &lines);
-  if (num_lines < 0) {
-    st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-    goto done;
-  }
-  toks = malloc(sizeof *toks * (size_t)(num_lines + 1));
-  if (!toks) {
-    st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-    goto done;
-  }
-  /* Parse: one token per line, blank lines end sentences (NULL word). */
-  int64_t nt = 0;
+static attn_status out_of_memory(const attn_dataset *d) {
+  return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
+}
+
+/* Parses a tagged file's lines (cut in place at the tab) into toks: one
+ * token per line, a blank line ending a sentence (NULL word). */
+static attn_status parse_tagged(const attn_dataset *d, char **lines,
+                                int64_t num_lines, tagged_line *toks,
+                                int64_t *nt) {
+  *nt = 0;
   for (int64_t i = 0; i < num_lines; ++i) {
     char *l = lines[i];
     int blank = 1;
     for (const char *c = l; *c; ++c)
       blank = blank && (*c == ' ' || *c == '\t');
     if (blank) {
-      toks[nt++] = (tagged_line){NULL, NULL, i + 1};
+      toks[(*nt)++] = (tagged_line){NULL, NULL, i + 1};
       continue;
     }
     char *tab = strchr(l, '\t');
-    if (!tab) {
-      st = attn_fail(ATTN_ERR_FORMAT,
-                     "%s:%lld: expected 'word<TAB>tag', found no tab (tagged "
-                     "text; pick another format with --format)",
-                     d->path, (long long)(i + 1));
-      goto done;
-    }
+    if (!tab)
+      return attn_fail(ATTN_ERR_FORMAT,
+                       "%s:%lld: expected 'word<TAB>tag', found no tab "
+                       "(tagged text; pick another format with --format)",
+                       d->path, (long long)(i + 1));
     *tab = 0;
-    if (!l[0] || !tab[1] || strchr(tab + 1, '\t')) {
-      st = attn_fail(ATTN_ERR_FORMAT,
-                     "%s:%lld: expected 'word<TAB>tag' with a non-empty word "
-                     "and tag and one tab",
-                     d->path, (long long)(i + 1));
-      goto done;
-    }
-    toks[nt++] = (tagged_line){l, tab + 1, i + 1};
+    if (!l[0] || !tab[1] || strchr(tab + 1, '\t'))
+      return attn_fail(ATTN_ERR_FORMAT,
+                       "%s:%lld: expected 'word<TAB>tag' with a non-empty "
+                       "word and tag and one tab",
+                       d->path, (long long)(i + 1));
+    toks[(*nt)++] = (tagged_line){l, tab + 1, i + 1};
   }
-  /* The vocabularies: from the weights, or built here. */
-  int64_t word_limit = in[0]->id_limit;
-  int64_t tag_limit = target_limit(spec->model, in[1]);
-  if (spec->vocab) {
-    if ((st = vocab_from_json(&d->vocab[0], spec->vocab, "words",
-                              spec->vocab_path)) ||
-        (st = vocab_from_json(&d->vocab[1], spec->vocab, "tags",
-                              spec->vocab_path)))
-      goto done;
-  } else {
-    for (int64_t i = 0; i < nt; ++i)
-      if (toks[i].word &&
-          (!count_word(&words, toks[i].word) || !count_word(&tags, toks[i].tag))) {
-        st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-        goto done;
-      }
-    /* Words seen fewer than min_count times train their unknown classes,
-     * which come first: specials, classes, words (most frequent first). */
-    int64_t min_count = spec->min_count > 0 ? spec->min_count : DEFAULT_MIN_COUNT;
-    for (int64_t i = 0; i < nt; ++i) {
-      if (!toks[i].word ||
-          words.counts[vocab_find(&words.v, toks[i].word)] >= min_count)
-        continue;
-      char cls[UNKNOWN_CLASS_MAX];
-      unknown_class(toks[i].word, cls);
-      if (!count_word(&classes, cls)) {
-        st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-        goto done;
-      }
-    }
-    static const char *const word_specials[] = {"<pad>", "<unk>"};
-    static const char *const tag_specials[] = {"<pad>"};
-    if (!vocab_from_counts(&d->vocab[0], &classes, word_specials, 2,
-                           word_limit, 0) ||
-        !vocab_append_counted(&d->vocab[0], &words, min_count, word_limit, 0) ||
-        !vocab_from_counts(&d->vocab[1], &tags, tag_specials, 1, 0, 0)) {
-      st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-      goto done;
-    }
+  return ATTN_OK;
+}
+
+/* Counts the words, tags and the unknown classes of the rare words. */
+static int count_tagged(const tagged_line *toks, int64_t nt, int64_t min_count,
+                        counter *words, counter *tags, counter *classes) {
+  for (int64_t i = 0; i < nt; ++i)
+    if (toks[i].word &&
+        (!count_word(words, toks[i].word) || !count_word(tags, toks[i].tag)))
+      return 0;
+  for (int64_t i = 0; i < nt; ++i) {
+    if (!toks[i].word ||
+        words->counts[vocab_find(&words->v, toks[i].word)] >= min_count)
+      continue;
+    char cls[UNKNOWN_CLASS_MAX];
+    unknown_class(toks[i].word, cls);
+    if (!count_word(classes, cls))
+      return 0;
   }
-  if (tag_limit > 0 && d->vocab[1].n > tag_limit) {
-    st = attn_fail(ATTN_ERR_MISMATCH,
-                   "%s: %d distinct tags (and padding 0), but model '%s' "
-                   "takes tag ids below %lld (argument '%s')",
-                   d->path, (int)(d->vocab[1].n - 1), spec->model->name,
-                   (long long)tag_limit, in[1]->name);
-    goto done;
-  }
-  if (word_limit > 0 && d->vocab[0].n > word_limit) {
-    st = attn_fail(ATTN_ERR_MISMATCH,
-                   "%s: the word vocabulary has %d ids, but model '%s' takes "
-                   "ids below %lld (argument '%s')",
-                   d->path, (int)d->vocab[0].n, spec->model->name,
-                   (long long)word_limit, in[0]->name);
-    goto done;
-  }
-  /* Sentences, split into pieces of at most seq words. */
+  return 1;
+}
+
+/* Builds the word and tag vocabularies from a training file. Words seen
+ * fewer than min_count times train their unknown classes, which come first:
+ * specials, classes, words (most frequent first). */
+static attn_status build_tagged_vocab(attn_dataset *d,
+                                      const attn_data_spec *spec,
+                                      const tagged_line *toks, int64_t nt,
+                                      int64_t word_limit) {
+  static const char *const word_specials[] = {"<pad>", "<unk>"};
+  static const char *const tag_specials[] = {"<pad>"};
+  counter words = {0}, tags = {0}, classes = {0};
+  int64_t min_count =
+      spec->min_count > 0 ? spec->min_count : DEFAULT_MIN_COUNT;
+  int ok = count_tagged(toks, nt, min_count, &words, &tags, &classes) &&
+           vocab_from_counts(&d->vocab[0], &classes, word_specials, 2,
+                             word_limit, 0) &&
+           vocab_append_counted(&d->vocab[0], &words, min_count, word_limit,
+                                0) &&
+           vocab_from_counts(&d->vocab[1], &tags, tag_specials, 1, 0, 0);
+  counter_free(&words);
+  counter_free(&tags);
+  counter_free(&classes);
+  return ok ? ATTN_OK : out_of_memory(d);
+}
+
+static attn_status check_tagged_limits(const attn_dataset *d,
+                                       const attn_data_spec *spec,
+                                       const attn_tensor_info *const *in,
+                                       int64_t word_limit, int64_t tag_limit) {
+  if (tag_limit > 0 && d->vocab[1].n > tag_limit)
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "%s: %d distinct tags (and padding 0), but model '%s' "
+                     "takes tag ids below %lld (argument '%s')",
+                     d->path, (int)(d->vocab[1].n - 1), spec->model->name,
+                     (long long)tag_limit, in[1]->name);
+  if (word_limit > 0 && d->vocab[0].n > word_limit)
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "%s: the word vocabulary has %d ids, but model '%s' "
+                     "takes ids below %lld (argument '%s')",
+                     d->path, (int)d->vocab[0].n, spec->model->name,
+                     (long long)word_limit, in[0]->name);
+  return ATTN_OK;
+}
+
+/* The examples: sentences split into pieces of at most seq words. A tag
+ * the vocabulary lacks is padding (not scored) and counted. */
+static attn_status tagged_examples(attn_dataset *d, const tagged_line *toks,
+                                   int64_t nt) {
+  field fw = {0}, ft = {0};
+  attn_status st = ATTN_OK;
   int64_t len = 0;
-  for (int64_t i = 0; i <= nt; ++i) {
+  for (int64_t i = 0; i <= nt && !st; ++i) {
     int end = i == nt || !toks[i].word;
     if (!end) {
       int32_t w = word_id(&d->vocab[0], toks[i].word);
       int32_t t = vocab_find(&d->vocab[1], toks[i].tag);
       if (t <= 0) {
-        t = 0; /* a tag the weights never saw: not scored */
+        t = 0;
         ++d->unknown_targets;
       }
-      if (!field_push(&fw, w) || !field_push(&ft, t)) {
-        st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-        goto done;
-      }
+      if (!field_push(&fw, w) || !field_push(&ft, t))
+        st = out_of_memory(d);
       ++len;
     }
-    if ((end && len > 0) || len == d->seq) {
-      if (!field_end(&fw) || !field_end(&ft)) {
-        st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-        goto done;
-      }
+    if (!st && ((end && len > 0) || len == d->seq)) {
+      if (!field_end(&fw) || !field_end(&ft))
+        st = out_of_memory(d);
       len = 0;
     }
   }
-  if (fw.num == 0) {
+  if (!st && fw.num == 0)
     st = attn_fail(ATTN_ERR_FORMAT, "%s: no 'word<TAB>tag' lines", d->path);
-    goto done;
+  if (st) {
+    free(fw.ids);
+    free(fw.off);
+    free(ft.ids);
+    free(ft.off);
+    return st;
   }
   d->num_examples = fw.num;
   d->ids[0] = fw.ids;
   d->off[0] = fw.off;
   d->ids[1] = ft.ids;
   d->off[1] = ft.off;
-  memset(&fw, 0, sizeof fw);
-  memset(&ft, 0, sizeof ft);
+  return ATTN_OK;
+}
+
+static attn_status open_tagged(attn_dataset *d, const attn_data_spec *spec,
+                               const attn_tensor_info *const *in) {
+  attn_status st;
+  char *buf = NULL, **lines = NULL;
+  tagged_line *toks = NULL;
+  if ((st = read_file(d->path, &buf, &d->bytes, &d->hash, 1)))
+    return st;
+  if ((st = pick_seq(d, spec, in[0])))
+    goto done;
+  int64_t num_lines = split_lines(buf, d->bytes, &lines);
+  if (num_lines < 0) {
+    st = out_of_memory(d);
+    goto done;
+  }
+  toks = malloc(sizeof *toks * (size_t)(num_lines + 1));
+  if (!toks) {
+    st = out_of_memory(d);
+    goto done;
+  }
+  int64_t nt;
+  if ((st = parse_tagged(d, lines, num_lines, toks, &nt)))
+    goto done;
+  /* The vocabularies: from the weights, or built here. */
+  int64_t word_limit = in[0]->id_limit;
+  int64_t tag_limit = target_limit(spec->model, in[1]);
+  if (spec->vocab)
+    st = vocab_from_json(&d->vocab[0], spec->vocab, "words",
+                         spec->vocab_path);
+  if (spec->vocab && !st)
+    st = vocab_from_json(&d->vocab[1], spec->vocab, "tags", spec->vocab_path);
+  if (!spec->vocab)
+    st = build_tagged_vocab(d, spec, toks, nt, word_limit);
+  if (!st)
+    st = check_tagged_limits(d, spec, in, word_limit, tag_limit);
+  if (!st)
+    st = tagged_examples(d, toks, nt);
 done:
-  free(fw.ids);
-  free(fw.off);
-  free(ft.ids);
-  free(ft.off);
-  counter_free(&words);
-  counter_free(&tags);
-  counter_free(&classes);
   free(toks);
   free(lines);
   free(buf);
@@ -815,61 +843,79 @@ static int is_uint(const char *s) {
   return 1;
 }
 
-static attn_status open_pairs(attn_dataset *d, const attn_data_spec *spec,
-                              const attn_tensor_info *const *in,
-                              int32_t num_in) {
-  attn_status st;
-  char *buf = NULL, **lines = NULL, **scratch = NULL;
-  pair_line *pairs = NULL;
-  counter words = {0}, labels = {0};
-  field f0 = {0}, f1 = {0};
-  int seq2seq = d->layout == ATTN_LAYOUT_SEQ2SEQ;
-  if ((st = read_file(d->path, &buf, &d->bytes, &d->hash, 1)))
-    return st;
-  if ((st = pick_seq(d, spec, in[0])))
-    goto done;
-  int64_t tgt_seq = d->seq;
-  if (seq2seq) {
-    int64_t bound = max_len(in[1]);
-    tgt_seq = spec->seq > 0 ? spec->seq : bound > 0 ? bound : DEFAULT_SEQ;
-    if (bound > 0 && tgt_seq > bound)
-      tgt_seq = bound;
-  }
-  int64_t num_lines = split_lines(buf, d->bytes, &lines);
-  scratch = malloc(sizeof *scratch * (size_t)(d->seq + tgt_seq + 2));
-  pairs = malloc(sizeof *pairs * (size_t)(num_lines + 1));
-  if (num_lines < 0 || !pairs || !scratch) {
-    st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-    goto done;
-  }
-  int64_t np = 0;
+/* The positions of a translator's target: --seq, else the model's bound on
+ * tgt_in, else the default; never past the bound. */
+static int64_t target_seq(const attn_data_spec *spec,
+                          const attn_tensor_info *tgt) {
+  int64_t bound = max_len(tgt);
+  int64_t seq = spec->seq > 0 ? spec->seq : bound > 0 ? bound : DEFAULT_SEQ;
+  return bound > 0 && seq > bound ? bound : seq;
+}
+
+/* Parses the non-blank lines of a pairs file (cut in place at the tab). */
+static attn_status parse_pairs(const attn_dataset *d, char **lines,
+                               int64_t num_lines, pair_line *pairs,
+                               int64_t *np) {
+  *np = 0;
   for (int64_t i = 0; i < num_lines; ++i) {
     char *l = lines[i];
     if (!l[0])
       continue;
     char *tab = strchr(l, '\t');
-    if (!tab) {
-      st = attn_fail(ATTN_ERR_FORMAT,
-                     "%s:%lld: expected 'input<TAB>target', found no tab "
-                     "(pairs; pick another format with --format)",
-                     d->path, (long long)(i + 1));
-      goto done;
-    }
+    if (!tab)
+      return attn_fail(ATTN_ERR_FORMAT,
+                       "%s:%lld: expected 'input<TAB>target', found no tab "
+                       "(pairs; pick another format with --format)",
+                       d->path, (long long)(i + 1));
     *tab = 0;
-    if (!l[0] || !tab[1] || strchr(tab + 1, '\t')) {
-      st = attn_fail(ATTN_ERR_FORMAT,
-                     "%s:%lld: expected 'input<TAB>target' with a non-empty "
-                     "input and target and one tab",
-                     d->path, (long long)(i + 1));
-      goto done;
+    if (!l[0] || !tab[1] || strchr(tab + 1, '\t'))
+      return attn_fail(ATTN_ERR_FORMAT,
+                       "%s:%lld: expected 'input<TAB>target' with a "
+                       "non-empty input and target and one tab",
+                       d->path, (long long)(i + 1));
+    pairs[(*np)++] = (pair_line){l, tab + 1, i + 1};
+  }
+  if (*np == 0)
+    return attn_fail(ATTN_ERR_FORMAT, "%s: no 'input<TAB>target' lines",
+                     d->path);
+  return ATTN_OK;
+}
+
+/* Builds the word vocabulary from the inputs (and a translator's targets):
+ * the specials, then the words by frequency, up to `limit` ids. */
+static attn_status build_pairs_vocab(attn_dataset *d, const pair_line *pairs,
+                                     int64_t np, int seq2seq, int64_t max,
+                                     char **scratch, int64_t limit) {
+  static const char *const specials[] = {"<pad>", "<unk>", "<s>", "</s>"};
+  counter words = {0};
+  int ok = 1;
+  for (int64_t i = 0; i < np && ok; ++i) {
+    const char *texts[2] = {pairs[i].input, pairs[i].target};
+    for (int k = 0; k < 1 + seq2seq && ok; ++k) {
+      char *copy = strdup(texts[k]);
+      int64_t n = copy ? split_words(copy, scratch, max) : 0;
+      ok = copy != NULL;
+      for (int64_t w = 0; w < n && w < max && ok; ++w)
+        ok = count_word(&words, scratch[w]);
+      free(copy);
     }
-    pairs[np++] = (pair_line){l, tab + 1, i + 1};
   }
-  if (np == 0) {
-    st = attn_fail(ATTN_ERR_FORMAT, "%s: no 'input<TAB>target' lines",
-                   d->path);
-    goto done;
-  }
+  ok = ok && vocab_from_counts(&d->vocab[0], &words, specials,
+                               seq2seq ? 4 : 2, limit, 0);
+  counter_free(&words);
+  return ok ? ATTN_OK : out_of_memory(d);
+}
+
+/* Whether inputs are bytes or words, and the word vocabulary: from the
+ * weights, or built here. A translator's start and end tokens are ids 2
+ * and 3: ASCII STX and ETX as bytes, <s> and </s> as words. */
+static attn_status pairs_input_vocab(attn_dataset *d,
+                                     const attn_data_spec *spec,
+                                     const attn_tensor_info *const *in,
+                                     int32_t num_in, const pair_line *pairs,
+                                     int64_t np, int64_t tgt_seq,
+                                     char **scratch) {
+  int seq2seq = d->layout == ATTN_LAYOUT_SEQ2SEQ;
   /* Byte-level text when the model reads bytes (256 ids, or unchecked). */
   int64_t in_limit = in[0]->id_limit;
   d->byte_level[0] = in_limit == 0 || in_limit == 256;
@@ -878,157 +924,174 @@ static attn_status open_pairs(attn_dataset *d, const attn_data_spec *spec,
     for (int32_t a = 1; a < num_in; ++a)
       if (in[a]->id_limit > 0 && (in_limit == 0 || in[a]->id_limit < in_limit))
         in_limit = in[a]->id_limit;
-    if (d->byte_level[0]) {
-      d->bos = 2; /* ASCII STX and ETX: start and end of text */
-      d->eos = 3;
-    }
+    d->bos = 2;
+    d->eos = 3;
   }
-  int64_t limit = d->byte_level[0] ? 0 : in_limit;
-  if (!d->byte_level[0]) {
-    if (spec->vocab) {
-      if ((st = vocab_from_json(&d->vocab[0], spec->vocab,
-                                seq2seq ? "words" : "inputs",
-                                spec->vocab_path)))
-        goto done;
-    } else {
-      for (int64_t i = 0; i < np; ++i) {
-        char *texts[2] = {pairs[i].input, pairs[i].target};
-        for (int k = 0; k < 1 + seq2seq; ++k) {
-          char *copy = strdup(texts[k]);
-          int64_t n = copy ? split_words(copy, scratch, d->seq + tgt_seq) : 0;
-          int ok = copy != NULL;
-          for (int64_t w = 0; w < n && w < d->seq + tgt_seq && ok; ++w)
-            ok = count_word(&words, scratch[w]);
-          free(copy);
-          if (!ok) {
-            st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                           d->path);
-            goto done;
-          }
-        }
-      }
-      static const char *const specials[] = {"<pad>", "<unk>", "<s>", "</s>"};
-      if (!vocab_from_counts(&d->vocab[0], &words, specials, seq2seq ? 4 : 2,
-                             limit, 0)) {
-        st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-        goto done;
-      }
-    }
-    if (seq2seq) {
-      d->bos = 2;
-      d->eos = 3;
-    }
-    if (limit > 0 && d->vocab[0].n > limit) {
-      st = attn_fail(ATTN_ERR_MISMATCH,
+  if (d->byte_level[0])
+    return ATTN_OK;
+  int64_t limit = in_limit;
+  attn_status st =
+      spec->vocab ? vocab_from_json(&d->vocab[0], spec->vocab,
+                                    seq2seq ? "words" : "inputs",
+                                    spec->vocab_path)
+                  : build_pairs_vocab(d, pairs, np, seq2seq, d->seq + tgt_seq,
+                                      scratch, limit);
+  if (st)
+    return st;
+  if (limit > 0 && d->vocab[0].n > limit)
+    return attn_fail(ATTN_ERR_MISMATCH,
                      "%s: the word vocabulary has %d ids, but model '%s' "
                      "takes ids below %lld",
                      d->path, (int)d->vocab[0].n, spec->model->name,
                      (long long)limit);
-      goto done;
-    }
+  return ATTN_OK;
+}
+
+/* A classifier's labels: the integers themselves, or names numbered in
+ * byte order (from the weights, or built here). */
+static attn_status pairs_label_vocab(attn_dataset *d,
+                                     const attn_data_spec *spec,
+                                     const pair_line *pairs, int64_t np) {
+  if (spec->vocab) {
+    if (attn_json_get(spec->vocab, "labels"))
+      return vocab_from_json(&d->vocab[1], spec->vocab, "labels",
+                             spec->vocab_path);
+    d->numeric_labels = 1;
+    return ATTN_OK;
   }
-  int64_t class_limit = 0;
-  if (!seq2seq) {
-    class_limit = target_limit(spec->model, in[1]);
-    /* Labels: integers as they are, or names numbered in byte order. */
-    if (spec->vocab) {
-      if (attn_json_get(spec->vocab, "labels")) {
-        if ((st = vocab_from_json(&d->vocab[1], spec->vocab, "labels",
-                                  spec->vocab_path)))
-          goto done;
-      } else {
-        d->numeric_labels = 1;
-      }
-    } else {
-      d->numeric_labels = 1;
-      for (int64_t i = 0; i < np && d->numeric_labels; ++i)
-        d->numeric_labels = is_uint(pairs[i].target);
-      if (!d->numeric_labels) {
-        for (int64_t i = 0; i < np; ++i)
-          if (!count_word(&labels, pairs[i].target)) {
-            st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                           d->path);
-            goto done;
-          }
-        if (!vocab_from_counts(&d->vocab[1], &labels, NULL, 0, 0, 1)) {
-          st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-          goto done;
-        }
-      }
-    }
-  }
-  for (int64_t i = 0; i < np; ++i) {
-    pair_line *p = &pairs[i];
-    int r = push_text(&f0, p->input, d->byte_level[0], &d->vocab[0], d->seq,
-                      scratch);
-    if (r == 0) {
-      st = attn_fail(ATTN_ERR_FORMAT, "%s:%lld: the input has no tokens",
-                     d->path, (long long)p->line);
-      goto done;
-    }
-    if (seq2seq) {
-      /* Room for the start or end token next to the target. */
-      int r1 = r < 0 ? -1
-                     : push_text(&f1, p->target, d->byte_level[1],
-                                 &d->vocab[0], tgt_seq - 1, scratch);
-      if (r1 == 0) {
-        st = attn_fail(ATTN_ERR_FORMAT, "%s:%lld: the target has no tokens",
-                       d->path, (long long)p->line);
-        goto done;
-      }
-      r = r1;
-    } else if (r > 0) {
-      int64_t label;
-      if (d->numeric_labels) {
-        if (!is_uint(p->target)) {
-          st = attn_fail(ATTN_ERR_FORMAT,
-                         "%s:%lld: label '%s' is not a class number (the "
-                         "weights were trained on numbered classes)",
-                         d->path, (long long)p->line, p->target);
-          goto done;
-        }
-        label = strtoll(p->target, NULL, 10);
-      } else {
-        label = vocab_find(&d->vocab[1], p->target);
-        if (label < 0) {
-          st = attn_fail(ATTN_ERR_FORMAT,
-                         "%s:%lld: label '%s' is not one of the %d labels "
-                         "the model was trained on",
-                         d->path, (long long)p->line, p->target,
-                         (int)d->vocab[1].n);
-          goto done;
-        }
-      }
-      if (class_limit > 0 && label >= class_limit) {
-        st = attn_fail(ATTN_ERR_MISMATCH,
-                       "%s:%lld: label '%s' is class %lld, but model '%s' has "
-                       "%lld classes (argument '%s')",
+  d->numeric_labels = 1;
+  for (int64_t i = 0; i < np && d->numeric_labels; ++i)
+    d->numeric_labels = is_uint(pairs[i].target);
+  if (d->numeric_labels)
+    return ATTN_OK;
+  counter labels = {0};
+  int ok = 1;
+  for (int64_t i = 0; i < np && ok; ++i)
+    ok = count_word(&labels, pairs[i].target);
+  ok = ok && vocab_from_counts(&d->vocab[1], &labels, NULL, 0, 0, 1);
+  counter_free(&labels);
+  return ok ? ATTN_OK : out_of_memory(d);
+}
+
+/* The class id of a classifier's pair `p`, checked against the model. */
+static attn_status pair_label(const attn_dataset *d,
+                              const attn_data_spec *spec,
+                              const attn_tensor_info *label_arg,
+                              const pair_line *p, int64_t class_limit,
+                              int64_t *label) {
+  if (d->numeric_labels) {
+    if (!is_uint(p->target))
+      return attn_fail(ATTN_ERR_FORMAT,
+                       "%s:%lld: label '%s' is not a class number (the "
+                       "weights were trained on numbered classes)",
+                       d->path, (long long)p->line, p->target);
+    *label = strtoll(p->target, NULL, 10);
+  } else {
+    *label = vocab_find(&d->vocab[1], p->target);
+    if (*label < 0)
+      return attn_fail(ATTN_ERR_FORMAT,
+                       "%s:%lld: label '%s' is not one of the %d labels the "
+                       "model was trained on",
                        d->path, (long long)p->line, p->target,
-                       (long long)label, spec->model->name,
-                       (long long)class_limit, in[1]->name);
-        goto done;
-      }
-      r = field_push(&f1, (int32_t)label) ? 1 : -1;
-    }
-    if (r < 0 || !field_end(&f0) || !field_end(&f1)) {
-      st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-      goto done;
-    }
+                       (int)d->vocab[1].n);
+  }
+  if (class_limit > 0 && *label >= class_limit)
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "%s:%lld: label '%s' is class %lld, but model '%s' has "
+                     "%lld classes (argument '%s')",
+                     d->path, (long long)p->line, p->target, (long long)*label,
+                     spec->model->name, (long long)class_limit,
+                     label_arg->name);
+  return ATTN_OK;
+}
+
+/* Tokenizes pair `p` into the fields: its input, and its target (a
+ * translator's, with room for the start or end token) or label. */
+static attn_status push_pair(const attn_dataset *d, const attn_data_spec *spec,
+                             const attn_tensor_info *const *in,
+                             const pair_line *p, int64_t tgt_seq,
+                             int64_t class_limit, char **scratch, field *f0,
+                             field *f1) {
+  int r = push_text(f0, p->input, d->byte_level[0], &d->vocab[0], d->seq,
+                    scratch);
+  if (r == 0)
+    return attn_fail(ATTN_ERR_FORMAT, "%s:%lld: the input has no tokens",
+                     d->path, (long long)p->line);
+  if (r > 0 && d->layout == ATTN_LAYOUT_SEQ2SEQ) {
+    r = push_text(f1, p->target, d->byte_level[1], &d->vocab[0], tgt_seq - 1,
+                  scratch);
+    if (r == 0)
+      return attn_fail(ATTN_ERR_FORMAT, "%s:%lld: the target has no tokens",
+                       d->path, (long long)p->line);
+  } else if (r > 0) {
+    int64_t label;
+    attn_status st = pair_label(d, spec, in[1], p, class_limit, &label);
+    if (st)
+      return st;
+    r = field_push(f1, (int32_t)label) ? 1 : -1;
+  }
+  if (r < 0 || !field_end(f0) || !field_end(f1))
+    return out_of_memory(d);
+  return ATTN_OK;
+}
+
+/* The examples, one per pair. */
+static attn_status pairs_examples(attn_dataset *d, const attn_data_spec *spec,
+                                  const attn_tensor_info *const *in,
+                                  const pair_line *pairs, int64_t np,
+                                  int64_t tgt_seq, char **scratch) {
+  int64_t class_limit = d->layout == ATTN_LAYOUT_SEQ2SEQ
+                            ? 0
+                            : target_limit(spec->model, in[1]);
+  field f0 = {0}, f1 = {0};
+  attn_status st = ATTN_OK;
+  for (int64_t i = 0; i < np && !st; ++i)
+    st = push_pair(d, spec, in, &pairs[i], tgt_seq, class_limit, scratch, &f0,
+                   &f1);
+  if (st) {
+    free(f0.ids);
+    free(f0.off);
+    free(f1.ids);
+    free(f1.off);
+    return st;
   }
   d->num_examples = f0.num;
   d->ids[0] = f0.ids;
   d->off[0] = f0.off;
   d->ids[1] = f1.ids;
   d->off[1] = f1.off;
-  memset(&f0, 0, sizeof f0);
-  memset(&f1, 0, sizeof f1);
+  return ATTN_OK;
+}
+
+static attn_status open_pairs(attn_dataset *d, const attn_data_spec *spec,
+                              const attn_tensor_info *const *in,
+                              int32_t num_in) {
+  attn_status st;
+  char *buf = NULL, **lines = NULL, **scratch = NULL;
+  pair_line *pairs = NULL;
+  if ((st = read_file(d->path, &buf, &d->bytes, &d->hash, 1)))
+    return st;
+  if ((st = pick_seq(d, spec, in[0])))
+    goto done;
+  int64_t tgt_seq =
+      d->layout == ATTN_LAYOUT_SEQ2SEQ ? target_seq(spec, in[1]) : d->seq;
+  int64_t num_lines = split_lines(buf, d->bytes, &lines);
+  scratch = malloc(sizeof *scratch * (size_t)(d->seq + tgt_seq + 2));
+  pairs = malloc(sizeof *pairs * (size_t)(num_lines + 1));
+  if (num_lines < 0 || !pairs || !scratch) {
+    st = out_of_memory(d);
+    goto done;
+  }
+  int64_t np;
+  if ((st = parse_pairs(d, lines, num_lines, pairs, &np)) ||
+      (st = pairs_input_vocab(d, spec, in, num_in, pairs, np, tgt_seq,
+                              scratch)))
+    goto done;
+  if (d->layout != ATTN_LAYOUT_SEQ2SEQ &&
+      (st = pairs_label_vocab(d, spec, pairs, np)))
+    goto done;
+  st = pairs_examples(d, spec, in, pairs, np, tgt_seq, scratch);
 done:
-  free(f0.ids);
-  free(f0.off);
-  free(f1.ids);
-  free(f1.off);
-  counter_free(&words);
-  counter_free(&labels);
   free(pairs);
   free(scratch);
   free(lines);

@@ -686,7 +686,41 @@ static uint64_t shuffle_seed_of(uint64_t seed) {
   return attn_splitmix64(seed ^ 0x6461746173687566ull /* "datashuf" */);
 }
 
-int attn_cmd_train(cli *c) {
+/* Everything one `train` run holds, released by train_run_free. */
+typedef struct train_run {
+  cli *c;
+  const attn_model_info *m;
+  const attn_entry_info *step_e; /* train_step */
+  const attn_entry_info *loss_e; /* the loss fn: the data's argument order */
+  settings s;
+  int64_t step0;     /* the step the run starts after (0, or resumed) */
+  int64_t per_epoch; /* batches per epoch */
+  const char *ckpt;  /* where checkpoints go */
+  const char *source; /* where the weights come from: -w or --resume */
+  char *ckpt_path, *log_path; /* the default paths, owned */
+  loss_log log;
+  attn_ctx *ctx;
+  attn_json *meta, *train_meta, *vocab_meta;
+  attn_dataset data;
+  int64_t *perm;     /* the epoch's example order */
+  float *grads;      /* the context's gradient buffer, if train_step has one */
+  int32_t map[MAX_INS]; /* train_step's inputs as loss-fn input indices */
+} train_run;
+
+static void train_run_free(train_run *r) {
+  attn_json_free(r->meta);
+  attn_json_free(r->train_meta);
+  attn_json_free(r->vocab_meta);
+  attn_data_free(&r->data);
+  free(r->perm);
+  free(r->log.rows);
+  free(r->ckpt_path);
+  free(r->log_path);
+  attn_ctx_destroy(r->ctx);
+}
+
+/* The command line's own mistakes, before anything is read. */
+static int check_train_usage(cli *c) {
   const attn_model_info *m = c->model;
   if (!c->data)
     return usage_error(c, "missing --data DATA");
@@ -698,295 +732,358 @@ int attn_cmd_train(cli *c) {
   if (!c->resume && !c->weights && m->num_params > 0)
     return usage_error(c, "missing -w WEIGHTS.safetensors (or --resume "
                           "CHECKPOINT)");
+  return -1;
+}
+
+/* train_step, checked against what `train` passes it, and the loss fn. */
+static int find_train_entries(train_run *r) {
+  const attn_model_info *m = r->m;
   if (!m->train)
     return input_errorf("model '%s' has no train { } section, so it cannot "
                         "be trained",
                         m->name);
-  const attn_entry_info *step_e = need_entry(m, "train_step");
-  if (!step_e)
+  r->step_e = need_entry(m, "train_step");
+  if (!r->step_e)
     return EXIT_INPUT;
-  if (!has_arg(step_e, ATTN_ARG_FIRST_MOMENT) ||
-      !has_arg(step_e, ATTN_ARG_SECOND_MOMENT) ||
-      !has_arg(step_e, ATTN_ARG_HYPER) || !scalar_results(step_e, 1))
+  if (!has_arg(r->step_e, ATTN_ARG_FIRST_MOMENT) ||
+      !has_arg(r->step_e, ATTN_ARG_SECOND_MOMENT) ||
+      !has_arg(r->step_e, ATTN_ARG_HYPER) || !scalar_results(r->step_e, 1))
     return input_errorf("model '%s': train_step does not take the moments "
                         "and hyperparameters and return the loss as an f32 "
                         "scalar (a bug in the compiled model)",
                         m->name);
   const char *loss_name = m->train->loss_fn ? m->train->loss_fn : "loss";
-  const attn_entry_info *loss_e = attn_find_entry(m, loss_name);
-  if (!loss_e)
-    loss_e = step_e; /* inputs in train_step's order */
+  r->loss_e = attn_find_entry(m, loss_name);
+  if (!r->loss_e)
+    r->loss_e = r->step_e; /* inputs in train_step's order */
+  snprintf(r->s.loss_fn, sizeof r->s.loss_fn, "%s", loss_name);
+  return -1;
+}
 
-  char *ckpt_path = c->checkpoint ? NULL : derived_path(c->out, ".ckpt.safetensors");
-  char *log_path = c->log ? NULL : derived_path(c->out, ".csv");
-  const char *ckpt = c->checkpoint ? c->checkpoint : ckpt_path;
-  loss_log log = {c->log ? c->log : log_path, NULL, 0, 0, 0};
-  attn_ctx *ctx = NULL;
-  attn_json *meta = NULL, *train_meta = NULL, *vocab_meta = NULL;
-  attn_dataset data;
-  memset(&data, 0, sizeof data);
-  int64_t *perm = NULL;
-  int st = -1;
-  if (!ckpt || !log.path) {
-    st = input_errorf("out of memory");
-    goto done;
-  }
-  if (strcmp(ckpt, c->out) == 0 || strcmp(log.path, c->out) == 0 ||
-      strcmp(ckpt, log.path) == 0) {
-    st = usage_error(c, "-o, --checkpoint and --log must be different files");
-    goto done;
-  }
+/* The checkpoint and log paths: given, or derived from -o. */
+static int train_paths(train_run *r) {
+  cli *c = r->c;
+  r->ckpt_path =
+      c->checkpoint ? NULL : derived_path(c->out, ".ckpt.safetensors");
+  r->log_path = c->log ? NULL : derived_path(c->out, ".csv");
+  r->ckpt = c->checkpoint ? c->checkpoint : r->ckpt_path;
+  r->log.path = c->log ? c->log : r->log_path;
+  if (!r->ckpt || !r->log.path)
+    return input_errorf("out of memory");
+  if (strcmp(r->ckpt, c->out) == 0 || strcmp(r->log.path, c->out) == 0 ||
+      strcmp(r->ckpt, r->log.path) == 0)
+    return usage_error(c, "-o, --checkpoint and --log must be different "
+                          "files");
+  return -1;
+}
 
-  settings s;
-  memset(&s, 0, sizeof s);
-  s.ti = *m->train;
-  snprintf(s.loss_fn, sizeof s.loss_fn, "%s", loss_name);
-  s.batch = DEFAULT_BATCH;
-  s.format = c->format;
-  int64_t step0 = 0;
-  const char *source = c->resume ? c->resume : c->weights;
-  if (c->resume) {
-    attn_options opts = {(int32_t)c->threads, NULL, 0};
-    if (attn_ctx_create(m, &opts, &ctx)) {
-      st = input_error();
-      goto done;
-    }
-    int64_t saved_step;
-    if ((st = load_checkpoint(ctx, c->resume, &saved_step, &meta)) >= 0)
-      goto done;
-    int bad = 0;
-    train_meta = meta_json(meta, "attn.train", &bad);
-    if (!train_meta) {
-      st = input_errorf("%s: %s attn.train metadata (not a checkpoint written "
-                        "by train?)",
-                        c->resume, bad ? "malformed" : "no");
-      goto done;
-    }
-    if (settings_from_json(&s, train_meta, c->resume, &step0)) {
-      st = input_error();
-      goto done;
-    }
-    if (saved_step != step0) {
-      st = input_errorf("%s: optim.step is %lld but the metadata says step "
-                        "%lld (the file is inconsistent)",
-                        c->resume, (long long)saved_step, (long long)step0);
-      goto done;
-    }
-    /* The data order is part of the run: it cannot change on resume. */
-    const char *what = NULL;
-    long long was = 0, now = 0;
-    if (c->batch && c->batch != s.batch)
-      what = "--batch", was = s.batch, now = c->batch;
-    else if (c->seq && c->seq != s.seq)
-      what = "--seq", was = s.seq, now = c->seq;
-    else if (c->has_seed && c->seed != s.seed)
-      what = "--seed", was = (long long)s.seed, now = (long long)c->seed;
-    if (what) {
-      st = input_errorf("%s: the checkpoint was trained with %s %lld; a "
+/* A resumed run keeps the data order it was trained with: --batch, --seq,
+ * --seed and --format may only repeat the checkpoint's. */
+static int check_resumed_order(const cli *c, const settings *s) {
+  const char *what = NULL;
+  long long was = 0, now = 0;
+  if (c->batch && c->batch != s->batch)
+    what = "--batch", was = s->batch, now = c->batch;
+  else if (c->seq && c->seq != s->seq)
+    what = "--seq", was = s->seq, now = c->seq;
+  else if (c->has_seed && c->seed != s->seed)
+    what = "--seed", was = (long long)s->seed, now = (long long)c->seed;
+  if (what)
+    return input_errorf("%s: the checkpoint was trained with %s %lld; a "
                         "resumed run keeps it (got %lld)",
                         c->resume, what, was, now);
-      goto done;
-    }
-    if (c->format != ATTN_DATA_AUTO && c->format != s.format) {
-      st = input_errorf("%s: the checkpoint was trained on %s data, not %s",
+  if (c->format != ATTN_DATA_AUTO && c->format != s->format)
+    return input_errorf("%s: the checkpoint was trained on %s data, not %s",
                         c->resume,
-                        attn_data_format_name((attn_data_format)s.format),
+                        attn_data_format_name((attn_data_format)s->format),
                         attn_data_format_name((attn_data_format)c->format));
-      goto done;
-    }
-  } else {
-    if ((st = load_weights_meta(c, &ctx, &meta)) >= 0)
-      goto done;
-    s.seed = c->seed;
-    s.shuffle_seed = shuffle_seed_of(c->seed);
-    if (c->batch)
-      s.batch = c->batch;
-    s.seq = c->seq;
-    s.save_every = c->save_every;
-  }
-  int bad = 0;
-  vocab_meta = meta_json(meta, "attn.vocab", &bad);
-  if (bad) {
-    st = input_errorf("%s: malformed attn.vocab metadata", source);
-    goto done;
-  }
-  if (c->save_every)
-    s.save_every = c->save_every;
+  return -1;
+}
 
-  /* train { } values, overridden from the command line. */
-  double *hv[HYPER_OPT_COUNT] = {&s.ti.lr,        &s.ti.beta1,
-                                 &s.ti.beta2,     &s.ti.eps,
-                                 &s.ti.weight_decay, &s.ti.clip_norm,
-                                 NULL,            NULL,
-                                 &s.ti.d_model};
+/* --resume: the weights, moments and settings of a checkpoint. */
+static int resume_from_checkpoint(train_run *r) {
+  cli *c = r->c;
+  attn_options opts = {(int32_t)c->threads, NULL, 0};
+  if (attn_ctx_create(r->m, &opts, &r->ctx))
+    return input_error();
+  int64_t saved_step;
+  int st = load_checkpoint(r->ctx, c->resume, &saved_step, &r->meta);
+  if (st >= 0)
+    return st;
+  int bad = 0;
+  r->train_meta = meta_json(r->meta, "attn.train", &bad);
+  if (!r->train_meta)
+    return input_errorf("%s: %s attn.train metadata (not a checkpoint "
+                        "written by train?)",
+                        c->resume, bad ? "malformed" : "no");
+  if (settings_from_json(&r->s, r->train_meta, c->resume, &r->step0))
+    return input_error();
+  if (saved_step != r->step0)
+    return input_errorf("%s: optim.step is %lld but the metadata says step "
+                        "%lld (the file is inconsistent)",
+                        c->resume, (long long)saved_step,
+                        (long long)r->step0);
+  return check_resumed_order(c, &r->s);
+}
+
+/* -w: the weights, and settings from the command line. */
+static int start_from_weights(train_run *r) {
+  cli *c = r->c;
+  int st = load_weights_meta(c, &r->ctx, &r->meta);
+  if (st >= 0)
+    return st;
+  r->s.seed = c->seed;
+  r->s.shuffle_seed = shuffle_seed_of(c->seed);
+  if (c->batch)
+    r->s.batch = c->batch;
+  r->s.seq = c->seq;
+  r->s.save_every = c->save_every;
+  return -1;
+}
+
+/* The train { } values (or the checkpoint's), overridden from the command
+ * line, and the number of steps. */
+static int apply_overrides(train_run *r) {
+  cli *c = r->c;
+  settings *s = &r->s;
+  if (c->save_every)
+    s->save_every = c->save_every;
+  double *hv[HYPER_OPT_COUNT] = {&s->ti.lr,        &s->ti.beta1,
+                                 &s->ti.beta2,     &s->ti.eps,
+                                 &s->ti.weight_decay, &s->ti.clip_norm,
+                                 NULL,             NULL,
+                                 &s->ti.d_model};
   for (int k = 0; k < HYPER_OPT_COUNT; ++k)
     if (c->has_hyper[k] && hv[k])
       *hv[k] = c->hyper[k];
   if (c->has_hyper[HYPER_OPT_WARMUP])
-    s.ti.warmup = (int64_t)c->hyper[HYPER_OPT_WARMUP];
+    s->ti.warmup = (int64_t)c->hyper[HYPER_OPT_WARMUP];
   if (c->has_hyper[HYPER_OPT_SCHEDULE_STEPS])
-    s.ti.total_steps = (int64_t)c->hyper[HYPER_OPT_SCHEDULE_STEPS];
+    s->ti.total_steps = (int64_t)c->hyper[HYPER_OPT_SCHEDULE_STEPS];
   if (c->schedule >= 0)
-    s.ti.schedule = c->schedule;
+    s->ti.schedule = c->schedule;
   if (c->steps)
-    s.steps = c->steps;
+    s->steps = c->steps;
   else if (!c->resume)
-    s.steps = s.ti.schedule == ATTN_SCHEDULE_COSINE && s.ti.total_steps > 0
-                  ? s.ti.total_steps
-                  : DEFAULT_STEPS;
-  if (s.ti.schedule == ATTN_SCHEDULE_COSINE && s.ti.total_steps <= 0)
-    s.ti.total_steps = s.steps;
-  if (s.steps < step0) {
-    st = input_errorf("%s: the checkpoint is at step %lld, past --steps %lld",
-                      c->resume, (long long)step0, (long long)s.steps);
-    goto done;
-  }
+    s->steps = s->ti.schedule == ATTN_SCHEDULE_COSINE && s->ti.total_steps > 0
+                   ? s->ti.total_steps
+                   : DEFAULT_STEPS;
+  if (s->ti.schedule == ATTN_SCHEDULE_COSINE && s->ti.total_steps <= 0)
+    s->ti.total_steps = s->steps;
+  if (s->steps < r->step0)
+    return input_errorf("%s: the checkpoint is at step %lld, past --steps "
+                        "%lld",
+                        c->resume, (long long)r->step0, (long long)s->steps);
+  return -1;
+}
 
-  /* The data, checked against the loss fn and (on resume) the checkpoint. */
-  attn_data_spec spec = {m,      loss_e,     (attn_data_format)s.format,
-                         s.seq,  vocab_meta, source,
+/* The data, checked against the loss fn and (on resume) the checkpoint. */
+static int open_train_data(train_run *r) {
+  cli *c = r->c;
+  settings *s = &r->s;
+  attn_data_spec spec = {r->m,   r->loss_e,     (attn_data_format)s->format,
+                         s->seq, r->vocab_meta, r->source,
                          0,      c->min_count};
-  if (attn_data_open(&data, c->data, &spec)) {
-    st = input_error();
-    goto done;
-  }
-  s.format = data.format;
-  s.seq = data.seq;
-  if (c->resume && (data.bytes != s.data_bytes || data.hash != s.data_hash)) {
-    st = input_errorf("%s: not the data checkpoint %s was trained on (%lld "
-                      "bytes, checksum %016llx; it was trained on %lld bytes, "
-                      "checksum %016llx)",
-                      c->data, c->resume, (long long)data.bytes,
-                      (unsigned long long)data.hash, (long long)s.data_bytes,
-                      (unsigned long long)s.data_hash);
-    goto done;
-  }
-  s.data_bytes = data.bytes;
-  s.data_hash = data.hash;
-  int64_t per_epoch = attn_data_train_examples(&data) / s.batch;
-  if (per_epoch < 1) {
-    st = input_errorf("%s: %lld training examples, fewer than --batch %lld",
-                      c->data, (long long)attn_data_train_examples(&data),
-                      (long long)s.batch);
-    goto done;
-  }
-  int32_t map[MAX_INS];
-  if ((st = map_inputs(loss_e, step_e, map)) >= 0)
-    goto done;
+  if (attn_data_open(&r->data, c->data, &spec))
+    return input_error();
+  const attn_dataset *d = &r->data;
+  s->format = d->format;
+  s->seq = d->seq;
+  if (c->resume && (d->bytes != s->data_bytes || d->hash != s->data_hash))
+    return input_errorf("%s: not the data checkpoint %s was trained on (%lld "
+                        "bytes, checksum %016llx; it was trained on %lld "
+                        "bytes, checksum %016llx)",
+                        c->data, c->resume, (long long)d->bytes,
+                        (unsigned long long)d->hash, (long long)s->data_bytes,
+                        (unsigned long long)s->data_hash);
+  s->data_bytes = d->bytes;
+  s->data_hash = d->hash;
+  r->per_epoch = attn_data_train_examples(d) / s->batch;
+  if (r->per_epoch < 1)
+    return input_errorf("%s: %lld training examples, fewer than --batch %lld",
+                        c->data, (long long)attn_data_train_examples(d),
+                        (long long)s->batch);
+  return -1;
+}
+
+/* Everything the steps need, made before the first: the input order, the
+ * outputs found writable, the buffers and the arena. */
+static int prepare_steps(train_run *r) {
+  cli *c = r->c;
+  int st = map_inputs(r->loss_e, r->step_e, r->map);
+  if (st >= 0)
+    return st;
   /* Fail now, not after the run, if an output cannot be written. */
-  if ((st = check_writable(c->out)) >= 0 || (st = check_writable(ckpt)) >= 0 ||
-      (st = check_writable(log.path)) >= 0)
-    goto done;
-  perm = malloc(sizeof *perm * (size_t)(attn_data_train_examples(&data) + 1));
-  float *grads = NULL;
-  if (!perm || (has_arg(step_e, ATTN_ARG_GRADS) &&
-                attn_ctx_train_buffer(ctx, ATTN_ARG_GRADS, &grads))) {
-    st = input_errorf("out of memory");
-    goto done;
-  }
+  if ((st = check_writable(c->out)) >= 0 ||
+      (st = check_writable(r->ckpt)) >= 0 ||
+      (st = check_writable(r->log.path)) >= 0)
+    return st;
+  r->perm =
+      malloc(sizeof *r->perm * (size_t)(attn_data_train_examples(&r->data) + 1));
+  if (!r->perm || (has_arg(r->step_e, ATTN_ARG_GRADS) &&
+                   attn_ctx_train_buffer(r->ctx, ATTN_ARG_GRADS, &r->grads)))
+    return input_errorf("out of memory");
   /* The arena at the model's bounds for this batch, allocated now so that
    * the first step already runs in it (the arena grows after a step that
    * needs more anyway; pages the steps do not use are never touched). */
-  int64_t fixed = step_e->arena_bytes, per = step_e->arena_bytes_per_batch;
+  int64_t fixed = r->step_e->arena_bytes;
+  int64_t per = r->step_e->arena_bytes_per_batch;
+  int64_t batch = r->s.batch;
   if (fixed >= 0 && per >= 0 &&
-      (per == 0 || s.batch - 1 <= (INT64_MAX - fixed) / per))
-    (void)attn_ctx_reserve_arena(ctx, fixed + (s.batch - 1) * per);
+      (per == 0 || batch - 1 <= (INT64_MAX - fixed) / per))
+    (void)attn_ctx_reserve_arena(r->ctx, fixed + (batch - 1) * per);
   if (c->resume)
-    log_read(&log, step0);
-  if (data.unknown_targets)
+    log_read(&r->log, r->step0);
+  return -1;
+}
+
+static void announce_training(const train_run *r) {
+  const cli *c = r->c;
+  const attn_dataset *d = &r->data;
+  if (d->unknown_targets)
     fprintf(stderr,
             "note: %lld positions of %s have tags the vocabulary of %s does "
             "not know; they are not scored\n",
-            (long long)data.unknown_targets, c->data, source);
+            (long long)d->unknown_targets, c->data, r->source);
   fprintf(stderr,
           "training '%s' on %s (%s, %lld examples, %lld per step, %lld per "
           "epoch): steps %lld to %lld\n",
-          m->name, c->data, attn_data_format_name(data.format),
-          (long long)attn_data_train_examples(&data), (long long)s.batch,
-          (long long)(per_epoch * s.batch), (long long)(step0 + 1),
-          (long long)s.steps);
+          r->m->name, c->data, attn_data_format_name(d->format),
+          (long long)attn_data_train_examples(d), (long long)r->s.batch,
+          (long long)(r->per_epoch * r->s.batch), (long long)(r->step0 + 1),
+          (long long)r->s.steps);
+}
 
+/* Runs step `step` (from 1) on its batch of the epoch's order: the loss,
+ * the gradient norm (NaN when train_step does not return it) and the
+ * positions scored. */
+static int train_one_step(train_run *r, int64_t step, double *loss,
+                          double *norm, int64_t *targets) {
+  const settings *s = &r->s;
+  int64_t done_steps = step - 1;
+  const int64_t *idx = r->perm + (done_steps % r->per_epoch) * s->batch;
+  float hyper[ATTN_HYPER_COUNT];
+  attn_train_hyper(&s->ti, step, hyper);
+  attn_ctx_set_hyper(r->ctx, hyper);
+  attn_ctx_set_seed(r->ctx, attn_dropout_seed(s->seed, (uint64_t)step));
+  if (r->grads)
+    memset(r->grads, 0, sizeof(float) * (size_t)r->m->num_param_elements);
+  attn_tensor results[2];
+  int st = run_batch(r->ctx, &r->data, r->loss_e, r->step_e, r->map, idx,
+                     s->batch, results, targets);
+  if (st >= 0)
+    return st;
+  *loss = *(const float *)results[0].data;
+  *norm = r->step_e->num_results > 1 ? *(const float *)results[1].data : NAN;
+  for (int32_t k = 0; k < r->step_e->num_results; ++k)
+    attn_tensor_release(&results[k]);
+  return -1;
+}
+
+/* Steps step0 + 1 .. steps: progress on stderr, the loss log, checkpoints
+ * every --save-every steps. */
+static int run_steps(train_run *r) {
+  const settings *s = &r->s;
   int tty = isatty(STDERR_FILENO);
-  int64_t every = (s.steps - step0) / 10 > 1 ? (s.steps - step0) / 10 : 1;
+  int64_t span = s->steps - r->step0;
+  int64_t every = span / 10 > 1 ? span / 10 : 1;
   double start = now_seconds(), last_print = 0;
   int64_t tokens_total = 0, epoch = -1;
-  attn_tensor results[2];
-  double loss = NAN;
-  for (int64_t step = step0 + 1; step <= s.steps; ++step) {
-    int64_t done_steps = step - 1;
-    if (done_steps / per_epoch != epoch) {
-      epoch = done_steps / per_epoch;
-      attn_data_epoch_order(&data, s.shuffle_seed, epoch, perm);
+  int st;
+  for (int64_t step = r->step0 + 1; step <= s->steps; ++step) {
+    if ((step - 1) / r->per_epoch != epoch) {
+      epoch = (step - 1) / r->per_epoch;
+      attn_data_epoch_order(&r->data, s->shuffle_seed, epoch, r->perm);
     }
-    const int64_t *idx = perm + (done_steps % per_epoch) * s.batch;
-    float hyper[ATTN_HYPER_COUNT];
-    attn_train_hyper(&s.ti, step, hyper);
-    attn_ctx_set_hyper(ctx, hyper);
-    attn_ctx_set_seed(ctx, attn_dropout_seed(s.seed, (uint64_t)step));
-    if (grads)
-      memset(grads, 0, sizeof(float) * (size_t)m->num_param_elements);
-    double t0 = now_seconds();
+    double t0 = now_seconds(), loss = NAN, norm = NAN;
     int64_t targets = 0;
-    if ((st = run_batch(ctx, &data, loss_e, step_e, map, idx, s.batch,
-                        results, &targets)) >= 0)
-      goto done;
+    if ((st = train_one_step(r, step, &loss, &norm, &targets)) >= 0)
+      return st;
     double dt = now_seconds() - t0;
-    loss = *(const float *)results[0].data;
-    double norm = step_e->num_results > 1 ? *(const float *)results[1].data
-                                          : NAN;
-    for (int32_t r = 0; r < step_e->num_results; ++r)
-      attn_tensor_release(&results[r]);
     if (!isfinite(loss)) {
       if (tty)
         fputc('\n', stderr);
-      st = input_errorf("step %lld: the loss is %g; training diverged "
-                        "(nothing written since the last checkpoint)",
-                        (long long)step, loss);
-      goto done;
+      return input_errorf("step %lld: the loss is %g; training diverged "
+                          "(nothing written since the last checkpoint)",
+                          (long long)step, loss);
     }
     tokens_total += targets;
-    double lr = attn_schedule_lr(&s.ti, step);
-    if (!log_push(&log, (log_row){step, loss, lr, norm,
-                                  dt > 0 ? (double)targets / dt : 0})) {
-      st = input_errorf("out of memory");
-      goto done;
-    }
+    double lr = attn_schedule_lr(&s->ti, step);
+    if (!log_push(&r->log, (log_row){step, loss, lr, norm,
+                                     dt > 0 ? (double)targets / dt : 0}))
+      return input_errorf("out of memory");
     double now = now_seconds(), elapsed = now - start;
     double rate = elapsed > 0 ? (double)tokens_total / elapsed : 0;
-    double left = elapsed / (double)(step - step0) * (double)(s.steps - step);
-    if ((tty && (now - last_print > 0.1 || step == s.steps)) ||
-        (!tty && ((step - step0) % every == 0 || step == s.steps))) {
-      progress(tty, step, s.steps, loss, lr, rate, left);
+    double left =
+        elapsed / (double)(step - r->step0) * (double)(s->steps - step);
+    if ((tty && (now - last_print > 0.1 || step == s->steps)) ||
+        (!tty && ((step - r->step0) % every == 0 || step == s->steps))) {
+      progress(tty, step, s->steps, loss, lr, rate, left);
       last_print = now;
     }
-    if (s.save_every && step % s.save_every == 0 && step != s.steps) {
-      if ((st = save_state(ctx, ckpt, 1, &s, step, per_epoch, &data)) >= 0 ||
-          (st = log_write(&log)) >= 0)
-        goto done;
-    } else if (now - log.last_write > 10) {
-      if ((st = log_write(&log)) >= 0)
-        goto done;
+    if (s->save_every && step % s->save_every == 0 && step != s->steps) {
+      if ((st = save_state(r->ctx, r->ckpt, 1, s, step, r->per_epoch,
+                           &r->data)) >= 0 ||
+          (st = log_write(&r->log)) >= 0)
+        return st;
+    } else if (now - r->log.last_write > 10) {
+      if ((st = log_write(&r->log)) >= 0)
+        return st;
     }
   }
   if (tty)
     fputc('\n', stderr);
-  if ((st = save_state(ctx, ckpt, 1, &s, s.steps, per_epoch, &data)) >= 0 ||
-      (st = save_state(ctx, c->out, 0, &s, s.steps, per_epoch, &data)) >= 0 ||
-      (st = log_write(&log)) >= 0)
-    goto done;
+  return -1;
+}
+
+/* The last checkpoint, the weights and the log. */
+static int finish_training(train_run *r) {
+  const settings *s = &r->s;
+  int st;
+  if ((st = save_state(r->ctx, r->ckpt, 1, s, s->steps, r->per_epoch,
+                       &r->data)) >= 0 ||
+      (st = save_state(r->ctx, r->c->out, 0, s, s->steps, r->per_epoch,
+                       &r->data)) >= 0 ||
+      (st = log_write(&r->log)) >= 0)
+    return st;
   fprintf(stderr, "wrote %s (weights), %s (checkpoint), %s (loss log)\n",
-          c->out, ckpt, log.path);
-  st = -1;
-done:
-  attn_json_free(meta);
-  attn_json_free(train_meta);
-  attn_json_free(vocab_meta);
-  attn_data_free(&data);
-  free(perm);
-  free(log.rows);
-  free(ckpt_path);
-  free(log_path);
-  attn_ctx_destroy(ctx);
+          r->c->out, r->ckpt, r->log.path);
+  return -1;
+}
+
+/* The settings of the run: the checkpoint's (--resume) or the command
+ * line's (-w), then the overrides. */
+static int train_settings(train_run *r) {
+  r->s.ti = *r->m->train;
+  r->s.batch = DEFAULT_BATCH;
+  r->s.format = r->c->format;
+  r->source = r->c->resume ? r->c->resume : r->c->weights;
+  int st = r->c->resume ? resume_from_checkpoint(r) : start_from_weights(r);
+  if (st >= 0)
+    return st;
+  int bad = 0;
+  r->vocab_meta = meta_json(r->meta, "attn.vocab", &bad);
+  if (bad)
+    return input_errorf("%s: malformed attn.vocab metadata", r->source);
+  return apply_overrides(r);
+}
+
+int attn_cmd_train(cli *c) {
+  int st = check_train_usage(c);
+  if (st >= 0)
+    return st;
+  train_run r;
+  memset(&r, 0, sizeof r);
+  r.c = c;
+  r.m = c->model;
+  if ((st = find_train_entries(&r)) < 0 && (st = train_paths(&r)) < 0 &&
+      (st = train_settings(&r)) < 0 && (st = open_train_data(&r)) < 0 &&
+      (st = prepare_steps(&r)) < 0) {
+    announce_training(&r);
+    if ((st = run_steps(&r)) < 0)
+      st = finish_training(&r);
+  }
+  train_run_free(&r);
   return st < 0 ? EXIT_OK : st;
 }
 
