@@ -106,7 +106,8 @@ public:
   /// sequence does.
   void clearKVCache() { kvCache.clear(); }
 
-  /// The values of one function invocation (defined in Evaluator.cpp).
+  /// The values of one function invocation (defined in the private
+  /// EvaluatorInternals.h).
   class Frame;
 
 private:
