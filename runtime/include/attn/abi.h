@@ -26,6 +26,19 @@ extern "C" {
 /* Bumped whenever the layout of anything below changes. */
 #define ATTN_ABI_VERSION 6
 
+/* The entry points the runtime looks up by name, one per role. Any other
+ * `fn` of a model is an entry point too, run by name (`forward --fn`). */
+#define ATTN_ENTRY_FORWARD "forward"       /* a model's main function */
+#define ATTN_ENTRY_TRAIN_STEP "train_step" /* one optimizer step */
+#define ATTN_ENTRY_GRAD_SUFFIX "_grad"     /* "<loss>_grad": the gradients */
+#define ATTN_ENTRY_PREFILL "prefill"       /* a decoder-only model's prompt,
+                                              filling the key/value cache */
+#define ATTN_ENTRY_DECODE_STEP "decode_step" /* one new position per call */
+#define ATTN_ENTRY_ENCODE "encode"         /* an encoder-decoder's source */
+#define ATTN_ENTRY_DECODE "decode"         /* its decoder over whole targets */
+#define ATTN_ENTRY_DECODE_PREFILL "decode_prefill" /* its decoder's first
+                                              call, caching the memory */
+
 /* Entries of the key/value cache state (ATTN_ARG_KV_STATE). */
 #define ATTN_KV_STATE_SIZE 3
 
