@@ -86,10 +86,11 @@ computeKVCacheLayout(mlir::ModuleOp module, int64_t &floatsPerPosition);
 bool usesKVCache(mlir::func::FuncOp func);
 
 /// Adds the patterns lowering every attn op used inside functions; attention
-/// as tiled loop nests, or over its whole score matrix with
-/// `materializeAttention` (`convert-attn-to-linalg`'s option).
-void populateAttnToLinalgPatterns(mlir::RewritePatternSet &patterns,
-                                  bool materializeAttention = false);
+/// as loop nests of `options`' tiles, or over its whole score matrix with
+/// `materializeAttention` (`convert-attn-to-linalg`'s options).
+void populateAttnToLinalgPatterns(
+    mlir::RewritePatternSet &patterns,
+    const ConvertAttnToLinalgOptions &options = {});
 
 } // namespace attn
 

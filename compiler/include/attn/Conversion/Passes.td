@@ -111,11 +111,20 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     (AttentionMaterialized.cpp): the form for targets that map each linalg
     op's parallel loops to threads (the GPU target), where the tiled loop
     nests would keep their batch, head and tile loops on the host.
+
+    `query-tile` and `key-tile` size the tiles of the loop nests, forward
+    and backward (a 64 x 64 f32 score block is 16 KiB, which stays in L1
+    next to the query and key tiles). Fails with a diagnostic on a tile
+    size below 1.
   }];
   let options = [
     Option<"materializeAttention", "materialize-attention", "bool",
            /*default=*/"false",
-           "Lower attention over the whole score matrix, without tile loops">
+           "Lower attention over the whole score matrix, without tile loops">,
+    Option<"queryTile", "query-tile", "int64_t", /*default=*/"64",
+           "Queries per tile of the attention loop nests (at least 1)">,
+    Option<"keyTile", "key-tile", "int64_t", /*default=*/"64",
+           "Keys per tile of the attention loop nests (at least 1)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

@@ -17,14 +17,6 @@
 using namespace mlir;
 
 namespace attn {
-namespace {
-
-/// Tile sizes: a 64 x 64 f32 score block is 16 KiB, which stays in L1 next to
-/// the query and key tiles.
-constexpr int64_t kQueryTile = 64;
-constexpr int64_t kKeyTile = 64;
-
-} // namespace
 
 /// A contraction `out[i, j] = sum_k a[map_a] * b[map_b]` over loops
 /// (i, j, k) into a fresh zero tensor of `type` with `sizes`.
@@ -113,336 +105,431 @@ Value applyAttentionDropout(OpBuilder &b, Location loc, Value weights,
 
 namespace {
 
+/// One tile of queries, rows [t0, t0 + rows) of (batch, head), and its slice
+/// of `q`.
+struct QueryTile {
+  Value batch, head, t0, rows, q;
+};
+
+/// The online softmax's running state of a query tile: each row's maximum
+/// score, its sum of exp(score - max) and its unnormalised output.
+struct SoftmaxState {
+  Value max, sum, acc;
+};
+
+/// What one key tile's online-softmax step gives the output accumulation:
+/// the block's exp(score - new max), each row's correction exp(old max - new
+/// max), and the running maximum and sum after the block.
+struct SoftmaxStep {
+  Value p, correction, max, sum;
+};
+
+/// `state` updated in place by an element-wise generic over its shape: the
+/// running state is the generic's output (so bufferisation reuses one buffer
+/// per tile), `inputs` read with `inputMap`; `fn` gets the inputs' elements,
+/// then the state's.
+Value updateInPlace(OpBuilder &b, Location loc, Value state, ValueRange inputs,
+                    AffineMap inputMap, ScalarFn fn) {
+  auto type = cast<RankedTensorType>(state.getType());
+  int64_t rank = type.getRank();
+  SmallVector<AffineMap> maps(inputs.size(), inputMap);
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, inputs, ValueRange{state}, maps,
+             iterators,
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(nb, l, fn(nb, l, a));
+             })
+      .getResult(0);
+}
+
+/// The stages of one `attn.sdpa`'s loop nest and the values they all read:
+/// the operands, their sizes and the constants, built once in front of the
+/// nest.
+struct TiledSdpa {
+  MLIRContext *context;
+  Value q, k, v, keyPadding;
+  bool causal;
+  Type element;
+  Value zero, one, batches, heads, queries, keys, queryTile, keyTile;
+  /// Key s is visible to query t when s <= t + offset (offset = S - T).
+  Value offset;
+  Value scale, negInf, zeroF;
+  double rate;
+  /// Attention dropout's stream; null without dropout.
+  Value dropoutBase;
+  /// The empty output (and logsumexp) tensors the nest fills tile by tile.
+  SmallVector<Value> outputs;
+  bool withLogsumexp;
+  OpFoldResult valueDim;
+  RankedTensorType rowType, blockType, accType;
+
+  /// Builds the values in front of the nest.
+  static TiledSdpa create(OpBuilder &b, Location loc, SdpaOp op,
+                          SdpaOp::Adaptor adaptor, AttentionTiles tiles);
+
+  /// The (i, j, k) loops' map reading `exprs`.
+  AffineMap map3(ArrayRef<AffineExpr> exprs) const {
+    return AffineMap::get(3, 0, exprs, context);
+  }
+  AffineExpr dim(unsigned i) const { return getAffineDimExpr(i, context); }
+  /// A [rows, cols] block's identity map and its per-row (d0) map.
+  AffineMap id2() const {
+    return AffineMap::getMultiDimIdentityMap(2, context);
+  }
+  AffineMap rowMap2() const { return AffineMap::get(2, 0, {dim(0)}, context); }
+  static SmallVector<utils::IteratorType> par2() {
+    return SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel);
+  }
+
+  ValueRange buildLoopNest(OpBuilder &b, Location loc) const;
+  SmallVector<Value> buildQueryTile(OpBuilder &b, Location loc, Value batch,
+                                    Value head, Value t0,
+                                    ValueRange outputs) const;
+  Value causalKeyEnd(OpBuilder &b, Location loc, Value t0, Value rows) const;
+  void buildKeyTile(OpBuilder &b, Location loc, const QueryTile &tile,
+                    Value s0, Value cols, ValueRange state) const;
+  Value maskedScores(OpBuilder &b, Location loc, const QueryTile &tile,
+                     Value kTile, Value s0, Value cols) const;
+  SoftmaxStep onlineSoftmax(OpBuilder &b, Location loc, const QueryTile &tile,
+                            Value masked, const SoftmaxState &state,
+                            Value cols) const;
+  Value accumulateOutput(OpBuilder &b, Location loc, const QueryTile &tile,
+                         Value s0, const SoftmaxStep &step, Value vTile,
+                         Value acc) const;
+  Value normalizeOutput(OpBuilder &b, Location loc, const QueryTile &tile,
+                        Value acc, Value sum) const;
+  SmallVector<Value> writeQueryTile(OpBuilder &b, Location loc,
+                                    const QueryTile &tile, Value out,
+                                    const SoftmaxState &state,
+                                    ValueRange outputs) const;
+};
+
+TiledSdpa TiledSdpa::create(OpBuilder &b, Location loc, SdpaOp op,
+                            SdpaOp::Adaptor adaptor, AttentionTiles tiles) {
+  TiledSdpa s;
+  s.context = b.getContext();
+  s.q = adaptor.getQuery();
+  s.k = adaptor.getKey();
+  s.v = adaptor.getValue();
+  s.keyPadding = adaptor.getKeyPadding();
+  s.causal = op.getMask() == MaskKind::causal;
+  s.element =
+      cast<RankedTensorType>(op.getResult().getType()).getElementType();
+  s.zero = arith::ConstantIndexOp::create(b, loc, 0);
+  s.one = arith::ConstantIndexOp::create(b, loc, 1);
+  s.batches = dimOf(b, loc, s.q, 0);
+  s.heads = dimOf(b, loc, s.q, 1);
+  s.queries = dimOf(b, loc, s.q, 2);
+  s.keys = dimOf(b, loc, s.k, 2);
+  Value headDim = dimOf(b, loc, s.q, 3);
+  s.queryTile = arith::ConstantIndexOp::create(b, loc, tiles.query);
+  s.keyTile = arith::ConstantIndexOp::create(b, loc, tiles.key);
+  s.offset = arith::SubIOp::create(b, loc, s.keys, s.queries);
+  s.scale = attentionScale(b, loc, s.element, op.getScale(), headDim);
+  s.negInf = floatConstant(b, loc, s.element,
+                           -std::numeric_limits<double>::infinity());
+  s.zeroF = floatConstant(b, loc, s.element, 0);
+  // Attention dropout (training entry points): the weights that multiply
+  // the values are dropped and rescaled; the softmax's normaliser is not.
+  s.rate = op.getDropout().convertToDouble();
+  if (adaptor.getSeed() && s.rate > 0) {
+    Value seed =
+        tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
+    s.dropoutBase =
+        dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
+  }
+
+  SmallVector<OpFoldResult> outSizes = {s.batches, s.heads, s.queries,
+                                        tensor::getMixedSize(b, loc, s.v, 3)};
+  s.outputs = {tensor::EmptyOp::create(b, loc, outSizes, s.element)};
+  // Each query's logsumexp, for sdpa_grad (attn-share-attention-stats).
+  s.withLogsumexp = static_cast<bool>(op.getLogsumexp());
+  if (s.withLogsumexp)
+    s.outputs.push_back(tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>(outSizes).drop_back(), s.element));
+  s.valueDim = tensor::getMixedSize(b, loc, s.v, 3);
+  s.rowType = RankedTensorType::get({ShapedType::kDynamic}, s.element);
+  s.blockType = RankedTensorType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic}, s.element);
+  s.accType = RankedTensorType::get(
+      {ShapedType::kDynamic, cast<RankedTensorType>(s.v.getType()).getDimSize(3)},
+      s.element);
+  return s;
+}
+
+/// The loops over batches, heads and query tiles, carrying the outputs;
+/// returns their final values.
+ValueRange TiledSdpa::buildLoopNest(OpBuilder &b, Location loc) const {
+  auto batchLoop = scf::ForOp::create(
+      b, loc, zero, batches, one, outputs,
+      [&](OpBuilder &b, Location loc, Value batch, ValueRange outer) {
+        auto headLoop = scf::ForOp::create(
+            b, loc, zero, heads, one, outer,
+            [&](OpBuilder &b, Location loc, Value head, ValueRange headArgs) {
+              auto queryLoop = scf::ForOp::create(
+                  b, loc, zero, queries, queryTile, headArgs,
+                  [&](OpBuilder &b, Location loc, Value t0,
+                      ValueRange queryArgs) {
+                    scf::YieldOp::create(b, loc,
+                                         buildQueryTile(b, loc, batch, head,
+                                                        t0, queryArgs));
+                  });
+              scf::YieldOp::create(b, loc, queryLoop.getResults());
+            });
+        scf::YieldOp::create(b, loc, headLoop.getResults());
+      });
+  return batchLoop.getResults();
+}
+
+/// One query tile: the online softmax over the key tiles it can see, then its
+/// normalised output (and logsumexp) written into `outputs`.
+SmallVector<Value> TiledSdpa::buildQueryTile(OpBuilder &b, Location loc,
+                                             Value batch, Value head, Value t0,
+                                             ValueRange outputs) const {
+  Value rows = arith::MinSIOp::create(
+      b, loc, queryTile, arith::SubIOp::create(b, loc, queries, t0));
+  QueryTile tile{batch, head, t0, rows,
+                 tileOf(b, loc, q, batch, head, t0, rows)};
+  Value m0 = filledTensor(
+      b, loc, rowType, {rows},
+      b.getFloatAttr(element, -std::numeric_limits<double>::infinity()));
+  Value l0 =
+      filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, 0));
+  Value acc0 = filledTensor(b, loc, accType, {rows, valueDim},
+                            b.getFloatAttr(element, 0));
+  Value keyEnd = causalKeyEnd(b, loc, t0, rows);
+  // Full key tiles have a static width (buildTileLoop).
+  ValueRange keyResults = buildTileLoop(
+      b, loc, keyEnd, keyTile, ValueRange{m0, l0, acc0},
+      [&](OpBuilder &b, Location loc, Value s0, Value cols, ValueRange state) {
+        buildKeyTile(b, loc, tile, s0, cols, state);
+      });
+  SoftmaxState last{keyResults[0], keyResults[1], keyResults[2]};
+  Value out = normalizeOutput(b, loc, tile, last.acc, last.sum);
+  return writeQueryTile(b, loc, tile, out, last, outputs);
+}
+
+/// The end of the keys a query tile [t0, t0 + rows) sees: all of them, or
+/// with a causal mask none past t0 + rows - 1 + (S - T).
+Value TiledSdpa::causalKeyEnd(OpBuilder &b, Location loc, Value t0,
+                              Value rows) const {
+  if (!causal)
+    return keys;
+  Value end = arith::AddIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, t0, rows), offset);
+  end = arith::MaxSIOp::create(b, loc, end, zero);
+  return arith::MinSIOp::create(b, loc, end, keys);
+}
+
+/// One key tile [s0, s0 + cols) of a query tile: its scores, the online
+/// softmax update and the output accumulation; yields the new state.
+void TiledSdpa::buildKeyTile(OpBuilder &b, Location loc, const QueryTile &tile,
+                             Value s0, Value cols, ValueRange state) const {
+  SoftmaxState current{state[0], state[1], state[2]};
+  Value kTile = tileOf(b, loc, k, tile.batch, tile.head, s0, cols);
+  Value vTile = tileOf(b, loc, v, tile.batch, tile.head, s0, cols);
+  Value masked = maskedScores(b, loc, tile, kTile, s0, cols);
+  SoftmaxStep step = onlineSoftmax(b, loc, tile, masked, current, cols);
+  Value accNext =
+      accumulateOutput(b, loc, tile, s0, step, vTile, current.acc);
+  scf::YieldOp::create(b, loc, ValueRange{step.max, step.sum, accNext});
+}
+
+/// The block's scores q k^T, scaled, and -inf where key s0 + j is hidden
+/// from query t0 + i (the causal mask and the key padding).
+Value TiledSdpa::maskedScores(OpBuilder &b, Location loc,
+                              const QueryTile &tile, Value kTile, Value s0,
+                              Value cols) const {
+  Value rows = tile.rows;
+  // scores[i, j] = q[i] . k[j]
+  Value scores = contract(b, loc, tile.q, kTile, map3({dim(0), dim(2)}),
+                          map3({dim(1), dim(2)}), blockType, {rows, cols});
+  Value init = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{rows, cols}, element);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{blockType}, ValueRange{scores},
+             ValueRange{init}, SmallVector<AffineMap>{id2(), id2()}, par2(),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value s = arith::MulFOp::create(nb, l, a[0], scale);
+               Value key = arith::AddIOp::create(
+                   nb, l, s0, linalg::IndexOp::create(nb, l, 1));
+               Value hidden =
+                   arith::ConstantOp::create(nb, l, nb.getBoolAttr(false));
+               if (causal) {
+                 Value query = arith::AddIOp::create(
+                     nb, l, tile.t0, linalg::IndexOp::create(nb, l, 0));
+                 Value limit = arith::AddIOp::create(nb, l, query, offset);
+                 hidden = arith::CmpIOp::create(
+                     nb, l, arith::CmpIPredicate::sgt, key, limit);
+               }
+               if (keyPadding) {
+                 Value padded = tensor::ExtractOp::create(
+                     nb, l, keyPadding, ValueRange{tile.batch, key});
+                 hidden = arith::OrIOp::create(nb, l, hidden, padded);
+               }
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::SelectOp::create(nb, l, hidden, negInf, s)
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// The online softmax's step over one block of masked scores: the new row
+/// maximum, the block's exp(score - max), and the running sum rescaled by
+/// exp(old max - new max) plus the block's row sums.
+SoftmaxStep TiledSdpa::onlineSoftmax(OpBuilder &b, Location loc,
+                                     const QueryTile &tile, Value masked,
+                                     const SoftmaxState &state,
+                                     Value cols) const {
+  Value tileMax = reduceMax(b, loc, masked, 1);
+  Value mNew = buildElementwise(
+      b, loc, rowType, {state.max, tileMax},
+      [](OpBuilder &nb, Location l, ValueRange a) {
+        return arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult();
+      });
+  // A row with nothing visible yet keeps max -inf; shift by 0 instead so exp
+  // gives 0, not NaN.
+  Value mSafe = buildElementwise(
+      b, loc, rowType, {mNew}, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value isInf = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                            a[0], negInf);
+        return arith::SelectOp::create(nb, l, isInf, zeroF, a[0]).getResult();
+      });
+  Value pInit = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{tile.rows, cols}, element);
+  Value p =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{blockType}, ValueRange{masked, mSafe},
+          ValueRange{pInit}, SmallVector<AffineMap>{id2(), rowMap2(), id2()},
+          par2(),
+          [](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, l,
+                math::ExpOp::create(nb, l,
+                                    arith::SubFOp::create(nb, l, a[0], a[1]))
+                    .getResult());
+          })
+          .getResult(0);
+  Value correction = buildElementwise(
+      b, loc, rowType, {state.max, mSafe},
+      [](OpBuilder &nb, Location l, ValueRange a) {
+        return math::ExpOp::create(nb, l,
+                                   arith::SubFOp::create(nb, l, a[0], a[1]))
+            .getResult();
+      });
+  Value rowSum = reduceSum(b, loc, p, 1);
+  AffineMap id1 = AffineMap::getMultiDimIdentityMap(1, context);
+  Value mNext = updateInPlace(
+      b, loc, state.max, mNew, id1,
+      [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  // sum = sum * correction + rowsum(p)
+  Value sumNext = updateInPlace(
+      b, loc, state.sum, {correction, rowSum}, id1,
+      [](OpBuilder &nb, Location l, ValueRange a) {
+        return arith::AddFOp::create(
+                   nb, l, arith::MulFOp::create(nb, l, a[2], a[0]), a[1])
+            .getResult();
+      });
+  return {p, correction, mNext, sumNext};
+}
+
+/// acc = acc * correction + dropout(p) @ v, in place.
+Value TiledSdpa::accumulateOutput(OpBuilder &b, Location loc,
+                                  const QueryTile &tile, Value s0,
+                                  const SoftmaxStep &step, Value vTile,
+                                  Value acc) const {
+  Value pDropped = step.p;
+  if (dropoutBase)
+    pDropped = applyAttentionDropout(b, loc, step.p, dropoutBase, rate,
+                                     tile.batch, tile.head, heads, queries,
+                                     keys, tile.t0, s0);
+  Value pv = contract(b, loc, pDropped, vTile, map3({dim(0), dim(2)}),
+                      map3({dim(2), dim(1)}), accType, {tile.rows, valueDim});
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{accType}, ValueRange{step.correction, pv},
+             ValueRange{acc},
+             SmallVector<AffineMap>{rowMap2(), id2(), id2()}, par2(),
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::AddFOp::create(
+                       nb, l, arith::MulFOp::create(nb, l, a[2], a[0]), a[1])
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// The tile's output acc / sum, 0 for a query that saw no key (sum 0).
+Value TiledSdpa::normalizeOutput(OpBuilder &b, Location loc,
+                                 const QueryTile &tile, Value acc,
+                                 Value sum) const {
+  Value oInit = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{tile.rows, valueDim}, element);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{accType}, ValueRange{acc, sum},
+             ValueRange{oInit},
+             SmallVector<AffineMap>{id2(), rowMap2(), id2()}, par2(),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value none = arith::CmpFOp::create(
+                   nb, l, arith::CmpFPredicate::OEQ, a[1], zeroF);
+               Value quotient = arith::DivFOp::create(nb, l, a[0], a[1]);
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::SelectOp::create(nb, l, none, zeroF, quotient)
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// `outputs` with the tile's output `out` and, when the op returns it, its
+/// rows' logsumexp written at (batch, head, t0).
+SmallVector<Value> TiledSdpa::writeQueryTile(OpBuilder &b, Location loc,
+                                             const QueryTile &tile, Value out,
+                                             const SoftmaxState &state,
+                                             ValueRange outputs) const {
+  SmallVector<OpFoldResult> offsets = {tile.batch, tile.head, tile.t0,
+                                       b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
+                                     tile.rows, valueDim};
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  SmallVector<Value> updated = {tensor::InsertSliceOp::create(
+      b, loc, out, outputs[0], offsets, sizes, strides)};
+  if (withLogsumexp) {
+    updated.push_back(tensor::InsertSliceOp::create(
+        b, loc, rowLogsumexp(b, loc, state.max, state.sum), outputs[1],
+        ArrayRef<OpFoldResult>(offsets).drop_back(),
+        ArrayRef<OpFoldResult>(sizes).drop_back(),
+        ArrayRef<OpFoldResult>(strides).drop_back()));
+  }
+  return updated;
+}
+
 struct SdpaLowering : OpConversionPattern<SdpaOp> {
-  using OpConversionPattern::OpConversionPattern;
+  SdpaLowering(MLIRContext *context, AttentionTiles tiles)
+      : OpConversionPattern(context), tiles(tiles) {}
 
   LogicalResult
   matchAndRewrite(SdpaOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    OpBuilder &b = rewriter;
-    MLIRContext *context = b.getContext();
-    Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();
-    Value keyPadding = adaptor.getKeyPadding();
-    bool causal = op.getMask() == MaskKind::causal;
-    auto outType = cast<RankedTensorType>(op.getResult().getType());
-    Type element = outType.getElementType();
-    auto vType = cast<RankedTensorType>(v.getType());
-
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value batches = dimOf(b, loc, q, 0), heads = dimOf(b, loc, q, 1);
-    Value queries = dimOf(b, loc, q, 2), keys = dimOf(b, loc, k, 2);
-    Value headDim = dimOf(b, loc, q, 3);
-    Value queryTile = arith::ConstantIndexOp::create(b, loc, kQueryTile);
-    Value keyTile = arith::ConstantIndexOp::create(b, loc, kKeyTile);
-    // Key s is visible to query t when s <= t + (S - T).
-    Value offset = arith::SubIOp::create(b, loc, keys, queries);
-
-    Value scale = attentionScale(b, loc, element, op.getScale(), headDim);
-    Value negInf = floatConstant(b, loc, element,
-                                 -std::numeric_limits<double>::infinity());
-    Value zeroF = floatConstant(b, loc, element, 0);
-    // Attention dropout (training entry points): the weights that multiply
-    // the values are dropped and rescaled; the softmax's normaliser is not.
-    double rate = op.getDropout().convertToDouble();
-    Value dropoutBase;
-    if (adaptor.getSeed() && rate > 0) {
-      Value seed =
-          tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
-      dropoutBase = dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
-    }
-
-    SmallVector<OpFoldResult> outSizes = {batches, heads, queries,
-                                          tensor::getMixedSize(b, loc, v, 3)};
-    SmallVector<Value> results = {
-        tensor::EmptyOp::create(b, loc, outSizes, element)};
-    // Each query's logsumexp, for sdpa_grad (attn-share-attention-stats).
-    bool withLogsumexp = static_cast<bool>(op.getLogsumexp());
-    if (withLogsumexp)
-      results.push_back(tensor::EmptyOp::create(
-          b, loc, ArrayRef<OpFoldResult>(outSizes).drop_back(), element));
-    OpFoldResult valueDim = tensor::getMixedSize(b, loc, v, 3);
-    auto rowType = RankedTensorType::get({ShapedType::kDynamic}, element);
-    auto blockType = RankedTensorType::get(
-        {ShapedType::kDynamic, ShapedType::kDynamic}, element);
-    auto accType = RankedTensorType::get(
-        {ShapedType::kDynamic, vType.getDimSize(3)}, element);
-
-    AffineExpr d0 = getAffineDimExpr(0, context),
-               d1 = getAffineDimExpr(1, context),
-               d2 = getAffineDimExpr(2, context);
-    auto map = [&](ArrayRef<AffineExpr> exprs) {
-      return AffineMap::get(3, 0, exprs, context);
-    };
-    AffineMap rowMap2 = AffineMap::get(2, 0, {d0}, context);
-    AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, context);
-    SmallVector<utils::IteratorType> par2(2, utils::IteratorType::parallel);
-
-    auto batchLoop = scf::ForOp::create(
-        b, loc, zero, batches, one, results,
-        [&](OpBuilder &b, Location loc, Value batch, ValueRange outer) {
-          auto headLoop = scf::ForOp::create(
-              b, loc, zero, heads, one, outer,
-              [&](OpBuilder &b, Location loc, Value head, ValueRange headArgs) {
-                auto queryLoop = scf::ForOp::create(
-                    b, loc, zero, queries, queryTile, headArgs,
-                    [&](OpBuilder &b, Location loc, Value t0,
-                        ValueRange queryArgs) {
-                      Value rows = arith::MinSIOp::create(
-                          b, loc, queryTile,
-                          arith::SubIOp::create(b, loc, queries, t0));
-                      Value qTile = tileOf(b, loc, q, batch, head, t0, rows);
-                      Value m0 = filledTensor(
-                          b, loc, rowType, {rows},
-                          b.getFloatAttr(element,
-                                         -std::numeric_limits<double>::infinity()));
-                      Value l0 = filledTensor(b, loc, rowType, {rows},
-                                              b.getFloatAttr(element, 0));
-                      Value acc0 = filledTensor(b, loc, accType,
-                                                {rows, valueDim},
-                                                b.getFloatAttr(element, 0));
-                      // Causal: no query of the tile sees keys past
-                      // t0 + rows - 1 + (S - T).
-                      Value keyEnd = keys;
-                      if (causal) {
-                        Value end = arith::AddIOp::create(
-                            b, loc, arith::AddIOp::create(b, loc, t0, rows),
-                            offset);
-                        end = arith::MaxSIOp::create(b, loc, end, zero);
-                        keyEnd = arith::MinSIOp::create(b, loc, end, keys);
-                      }
-                      // Full key tiles have a static width (buildTileLoop).
-                      ValueRange keyResults = buildTileLoop(
-                          b, loc, keyEnd, keyTile, ValueRange{m0, l0, acc0},
-                          [&](OpBuilder &b, Location loc, Value s0, Value cols,
-                              ValueRange state) {
-                            Value m = state[0], sumExp = state[1], acc = state[2];
-                            Value kTile = tileOf(b, loc, k, batch, head, s0, cols);
-                            Value vTile = tileOf(b, loc, v, batch, head, s0, cols);
-                            // scores[i, j] = q[i] . k[j]
-                            Value scores = contract(
-                                b, loc, qTile, kTile, map({d0, d2}),
-                                map({d1, d2}), blockType, {rows, cols});
-                            // Scale and mask.
-                            Value init = tensor::EmptyOp::create(
-                                b, loc, SmallVector<OpFoldResult>{rows, cols},
-                                element);
-                            Value masked =
-                                linalg::GenericOp::create(
-                                    b, loc, TypeRange{blockType},
-                                    ValueRange{scores}, ValueRange{init},
-                                    SmallVector<AffineMap>{id2, id2}, par2,
-                                    [&](OpBuilder &nb, Location l,
-                                        ValueRange a) {
-                                      Value s = arith::MulFOp::create(
-                                          nb, l, a[0], scale);
-                                      Value key = arith::AddIOp::create(
-                                          nb, l, s0,
-                                          linalg::IndexOp::create(nb, l, 1));
-                                      Value hidden = arith::ConstantOp::create(
-                                          nb, l, nb.getBoolAttr(false));
-                                      if (causal) {
-                                        Value query = arith::AddIOp::create(
-                                            nb, l, t0,
-                                            linalg::IndexOp::create(nb, l, 0));
-                                        Value limit = arith::AddIOp::create(
-                                            nb, l, query, offset);
-                                        hidden = arith::CmpIOp::create(
-                                            nb, l, arith::CmpIPredicate::sgt,
-                                            key, limit);
-                                      }
-                                      if (keyPadding) {
-                                        Value padded = tensor::ExtractOp::create(
-                                            nb, l, keyPadding,
-                                            ValueRange{batch, key});
-                                        hidden = arith::OrIOp::create(
-                                            nb, l, hidden, padded);
-                                      }
-                                      linalg::YieldOp::create(
-                                          nb, l,
-                                          arith::SelectOp::create(nb, l, hidden,
-                                                                  negInf, s)
-                                              .getResult());
-                                    })
-                                    .getResult(0);
-                            // Online softmax update.
-                            Value tileMax = reduceMax(b, loc, masked, 1);
-                            Value mNew = buildElementwise(
-                                b, loc, rowType, {m, tileMax},
-                                [](OpBuilder &nb, Location l, ValueRange a) {
-                                  return arith::MaximumFOp::create(nb, l, a[0],
-                                                                   a[1])
-                                      .getResult();
-                                });
-                            // A row with nothing visible yet keeps max -inf;
-                            // shift by 0 instead so exp gives 0, not NaN.
-                            Value mSafe = buildElementwise(
-                                b, loc, rowType, {mNew},
-                                [&](OpBuilder &nb, Location l, ValueRange a) {
-                                  Value isInf = arith::CmpFOp::create(
-                                      nb, l, arith::CmpFPredicate::OEQ, a[0],
-                                      negInf);
-                                  return arith::SelectOp::create(nb, l, isInf,
-                                                                 zeroF, a[0])
-                                      .getResult();
-                                });
-                            Value pInit = tensor::EmptyOp::create(
-                                b, loc, SmallVector<OpFoldResult>{rows, cols},
-                                element);
-                            Value p =
-                                linalg::GenericOp::create(
-                                    b, loc, TypeRange{blockType},
-                                    ValueRange{masked, mSafe}, ValueRange{pInit},
-                                    SmallVector<AffineMap>{id2, rowMap2, id2},
-                                    par2,
-                                    [](OpBuilder &nb, Location l, ValueRange a) {
-                                      linalg::YieldOp::create(
-                                          nb, l,
-                                          math::ExpOp::create(
-                                              nb, l,
-                                              arith::SubFOp::create(nb, l, a[0],
-                                                                    a[1]))
-                                              .getResult());
-                                    })
-                                    .getResult(0);
-                            Value correction = buildElementwise(
-                                b, loc, rowType, {m, mSafe},
-                                [](OpBuilder &nb, Location l, ValueRange a) {
-                                  return math::ExpOp::create(
-                                             nb, l,
-                                             arith::SubFOp::create(nb, l, a[0],
-                                                                   a[1]))
-                                      .getResult();
-                                });
-                            Value rowSum = reduceSum(b, loc, p, 1);
-                            // The running state is updated in place (the
-                            // loop-carried tensors are the generics' outputs),
-                            // so bufferisation reuses one buffer per tile.
-                            auto updateInPlace = [&](Value state,
-                                                     ValueRange inputs,
-                                                     AffineMap inputMap,
-                                                     ScalarFn fn) {
-                              auto type = cast<RankedTensorType>(state.getType());
-                              int64_t rank = type.getRank();
-                              SmallVector<AffineMap> maps(inputs.size(),
-                                                          inputMap);
-                              maps.push_back(
-                                  AffineMap::getMultiDimIdentityMap(rank, context));
-                              SmallVector<utils::IteratorType> iterators(
-                                  rank, utils::IteratorType::parallel);
-                              return linalg::GenericOp::create(
-                                         b, loc, TypeRange{type}, inputs,
-                                         ValueRange{state}, maps, iterators,
-                                         [&](OpBuilder &nb, Location l,
-                                             ValueRange a) {
-                                           linalg::YieldOp::create(
-                                               nb, l, fn(nb, l, a));
-                                         })
-                                  .getResult(0);
-                            };
-                            AffineMap id1 =
-                                AffineMap::getMultiDimIdentityMap(1, context);
-                            Value mNext = updateInPlace(
-                                m, mNew, id1,
-                                [](OpBuilder &, Location, ValueRange a) {
-                                  return a[0];
-                                });
-                            // sum = sum * correction + rowsum(p)
-                            Value sumNext = updateInPlace(
-                                sumExp, {correction, rowSum}, id1,
-                                [](OpBuilder &nb, Location l, ValueRange a) {
-                                  return arith::AddFOp::create(
-                                             nb, l,
-                                             arith::MulFOp::create(nb, l, a[2],
-                                                                   a[0]),
-                                             a[1])
-                                      .getResult();
-                                });
-                            // acc = acc * correction + dropout(p) @ v
-                            Value pDropped = p;
-                            if (dropoutBase)
-                              pDropped = applyAttentionDropout(
-                                  b, loc, p, dropoutBase, rate, batch, head,
-                                  heads, queries, keys, t0, s0);
-                            Value pv = contract(b, loc, pDropped, vTile,
-                                                map({d0, d2}),
-                                                map({d2, d1}), accType,
-                                                {rows, valueDim});
-                            Value accNext =
-                                linalg::GenericOp::create(
-                                    b, loc, TypeRange{accType},
-                                    ValueRange{correction, pv}, ValueRange{acc},
-                                    SmallVector<AffineMap>{rowMap2, id2, id2},
-                                    par2,
-                                    [](OpBuilder &nb, Location l, ValueRange a) {
-                                      linalg::YieldOp::create(
-                                          nb, l,
-                                          arith::AddFOp::create(
-                                              nb, l,
-                                              arith::MulFOp::create(nb, l, a[2],
-                                                                    a[0]),
-                                              a[1])
-                                              .getResult());
-                                    })
-                                    .getResult(0);
-                            scf::YieldOp::create(
-                                b, loc, ValueRange{mNext, sumNext, accNext});
-                          });
-                      Value mFinal = keyResults[0];
-                      Value lFinal = keyResults[1];
-                      Value accFinal = keyResults[2];
-                      Value oInit = tensor::EmptyOp::create(
-                          b, loc, SmallVector<OpFoldResult>{rows, valueDim},
-                          element);
-                      Value oTile =
-                          linalg::GenericOp::create(
-                              b, loc, TypeRange{accType},
-                              ValueRange{accFinal, lFinal}, ValueRange{oInit},
-                              SmallVector<AffineMap>{id2, rowMap2, id2}, par2,
-                              [&](OpBuilder &nb, Location l, ValueRange a) {
-                                Value none = arith::CmpFOp::create(
-                                    nb, l, arith::CmpFPredicate::OEQ, a[1],
-                                    zeroF);
-                                Value quotient =
-                                    arith::DivFOp::create(nb, l, a[0], a[1]);
-                                linalg::YieldOp::create(
-                                    nb, l,
-                                    arith::SelectOp::create(nb, l, none, zeroF,
-                                                            quotient)
-                                        .getResult());
-                              })
-                              .getResult(0);
-                      SmallVector<OpFoldResult> offsets = {
-                          batch, head, t0, b.getIndexAttr(0)};
-                      SmallVector<OpFoldResult> sizes = {
-                          b.getIndexAttr(1), b.getIndexAttr(1), rows, valueDim};
-                      SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-                      SmallVector<Value> updated = {tensor::InsertSliceOp::create(
-                          b, loc, oTile, queryArgs[0], offsets, sizes, strides)};
-                      if (withLogsumexp) {
-                        updated.push_back(tensor::InsertSliceOp::create(
-                            b, loc, rowLogsumexp(b, loc, mFinal, lFinal),
-                            queryArgs[1],
-                            ArrayRef<OpFoldResult>(offsets).drop_back(),
-                            ArrayRef<OpFoldResult>(sizes).drop_back(),
-                            ArrayRef<OpFoldResult>(strides).drop_back()));
-                      }
-                      scf::YieldOp::create(b, loc, updated);
-                    });
-                scf::YieldOp::create(b, loc, queryLoop.getResults());
-              });
-          scf::YieldOp::create(b, loc, headLoop.getResults());
-        });
-    rewriter.replaceOp(op, castToResults(b, loc, op, batchLoop.getResults()));
+    TiledSdpa sdpa = TiledSdpa::create(rewriter, loc, op, adaptor, tiles);
+    ValueRange results = sdpa.buildLoopNest(rewriter, loc);
+    rewriter.replaceOp(op, castToResults(rewriter, loc, op, results));
     return success();
   }
+
+  AttentionTiles tiles;
 };
 
 } // namespace
 
-void populateAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<SdpaLowering>(patterns.getContext());
+void populateAttentionPatterns(RewritePatternSet &patterns,
+                               AttentionTiles tiles) {
+  patterns.add<SdpaLowering>(patterns.getContext(), tiles);
 }
 
 } // namespace attn

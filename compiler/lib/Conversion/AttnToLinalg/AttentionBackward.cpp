@@ -28,9 +28,6 @@ using namespace mlir;
 namespace attn {
 namespace {
 
-constexpr int64_t kQueryTile = 64;
-constexpr int64_t kKeyTile = 64;
-
 /// `acc[i, j] += sum_k lhs[lhsMap] * rhs[rhsMap]` over loops (i, j, k). A
 /// left operand read transposed ((k, i): the P^T dO and dS^T Q products)
 /// stays as it is: `attn-matmul-to-vector` has kernels for an A stored
@@ -98,372 +95,513 @@ Value slice1D(OpBuilder &b, Location loc, Value vector, Value offset,
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
 }
 
+/// A block of queries [t0, t0 + rows) and keys [s0, s0 + cols) of (batch,
+/// head).
+struct Block {
+  Value batch, head, t0, rows, s0, cols;
+};
+
+/// Per query of one (batch, head): delta = rowsum(dO * O) and the
+/// logsumexp of its scores.
+struct RowStats {
+  Value delta, lse;
+};
+
+/// The stages of one `attn.sdpa_grad`'s loop nests and the values they all
+/// read: the operands, their sizes and the constants, built once in front
+/// of the nests.
+struct TiledSdpaGrad {
+  MLIRContext *context;
+  Value q, k, v, o, dO, keyPadding;
+  /// The forward's [B, H, T] logsumexp; null when the backward recomputes it.
+  Value forwardLse;
+  bool causal;
+  Type element;
+  Value zero, one, batches, heads, queries, keys, queryTile, keyTile;
+  /// Key s is visible to query t when s <= t + offset (offset = S - T).
+  Value offset;
+  Value scale, negInf, zeroF;
+  double rate;
+  /// Attention dropout's stream; null without dropout.
+  Value dropoutBase;
+  OpFoldResult headDim, valueDim;
+  /// dQ (zeros), dK and dV as the loop nest starts.
+  SmallVector<Value> grads;
+  RankedTensorType rowType, blockType;
+
+  /// Builds the values in front of the nests.
+  static TiledSdpaGrad create(OpBuilder &b, Location loc, SdpaGradOp op,
+                              SdpaGradOp::Adaptor adaptor,
+                              AttentionTiles tiles);
+
+  /// The (i, j, k) loops' map reading `exprs`.
+  AffineMap map3(ArrayRef<AffineExpr> exprs) const {
+    return AffineMap::get(3, 0, exprs, context);
+  }
+  AffineExpr dim(unsigned i) const { return getAffineDimExpr(i, context); }
+  /// A [rows, cols] block's identity map and its per-row (d0) map.
+  AffineMap id2() const {
+    return AffineMap::getMultiDimIdentityMap(2, context);
+  }
+  AffineMap rowMap() const { return AffineMap::get(2, 0, {dim(0)}, context); }
+  /// The type of a [rows, C] tile of the [B, H, R, C] `like`.
+  RankedTensorType tileType(Value like) const {
+    auto t = cast<RankedTensorType>(like.getType());
+    return RankedTensorType::get({ShapedType::kDynamic, t.getDimSize(3)},
+                                 element);
+  }
+
+  ValueRange buildLoopNest(OpBuilder &b, Location loc) const;
+  Value hiddenAt(OpBuilder &nb, Location l, const Block &block) const;
+  Value causalKeyEnd(OpBuilder &b, Location loc, Value t0, Value rows) const;
+  Value causalQueryStart(OpBuilder &b, Location loc, Value s0) const;
+  RowStats buildStatsPass(OpBuilder &b, Location loc, Value batch,
+                          Value head) const;
+  void buildStatsTile(OpBuilder &b, Location loc, Value batch, Value head,
+                      Value t0, ValueRange stats) const;
+  Value rowDelta(OpBuilder &b, Location loc, Value batch, Value head,
+                 Value t0, Value rows) const;
+  Value queryLogsumexp(OpBuilder &b, Location loc, Value batch, Value head,
+                       Value t0, Value rows) const;
+  void buildLogsumexpKeyTile(OpBuilder &b, Location loc, const Block &block,
+                             Value qTile, ValueRange state) const;
+  ValueRange buildGradientPass(OpBuilder &b, Location loc, Value batch,
+                               Value head, const RowStats &stats,
+                               ValueRange grads) const;
+  void buildKeyTileGrads(OpBuilder &b, Location loc, Value batch, Value head,
+                         Value s0, const RowStats &stats,
+                         ValueRange acc) const;
+  void buildBlockGrads(OpBuilder &b, Location loc, Block block, Value kTile,
+                       Value vTile, const RowStats &stats,
+                       ValueRange state) const;
+  Value recomputeProbabilities(OpBuilder &b, Location loc, const Block &block,
+                               Value qTile, Value kTile, Value lseTile) const;
+  Value scoreGradient(OpBuilder &b, Location loc, const Block &block,
+                      Value doTile, Value vTile, Value p,
+                      Value deltaTile) const;
+};
+
+TiledSdpaGrad TiledSdpaGrad::create(OpBuilder &b, Location loc, SdpaGradOp op,
+                                    SdpaGradOp::Adaptor adaptor,
+                                    AttentionTiles tiles) {
+  TiledSdpaGrad s;
+  s.context = b.getContext();
+  s.q = adaptor.getQuery();
+  s.k = adaptor.getKey();
+  s.v = adaptor.getValue();
+  s.o = adaptor.getOutput();
+  s.dO = adaptor.getGradOutput();
+  s.forwardLse = adaptor.getLogsumexp();
+  s.keyPadding = adaptor.getKeyPadding();
+  s.causal = op.getMask() == MaskKind::causal;
+  auto qType = cast<RankedTensorType>(s.q.getType());
+  s.element = qType.getElementType();
+
+  s.zero = arith::ConstantIndexOp::create(b, loc, 0);
+  s.one = arith::ConstantIndexOp::create(b, loc, 1);
+  s.batches = dimOf(b, loc, s.q, 0);
+  s.heads = dimOf(b, loc, s.q, 1);
+  s.queries = dimOf(b, loc, s.q, 2);
+  s.keys = dimOf(b, loc, s.k, 2);
+  s.queryTile = arith::ConstantIndexOp::create(b, loc, tiles.query);
+  s.keyTile = arith::ConstantIndexOp::create(b, loc, tiles.key);
+  s.offset = arith::SubIOp::create(b, loc, s.keys, s.queries);
+  s.scale = attentionScale(b, loc, s.element, op.getScale(),
+                           dimOf(b, loc, s.q, 3));
+  double inf = std::numeric_limits<double>::infinity();
+  s.negInf = floatConstant(b, loc, s.element, -inf);
+  s.zeroF = floatConstant(b, loc, s.element, 0);
+  s.rate = op.getDropout().convertToDouble();
+  if (adaptor.getSeed() && s.rate > 0) {
+    Value seed =
+        tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
+    s.dropoutBase =
+        dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
+  }
+  s.rowType = RankedTensorType::get({ShapedType::kDynamic}, s.element);
+  s.blockType = RankedTensorType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic}, s.element);
+  s.headDim = tensor::getMixedSize(b, loc, s.q, 3);
+  s.valueDim = tensor::getMixedSize(b, loc, s.v, 3);
+
+  SmallVector<OpFoldResult> qSizes = tensor::getMixedSizes(b, loc, s.q);
+  SmallVector<OpFoldResult> kSizes = tensor::getMixedSizes(b, loc, s.k);
+  SmallVector<OpFoldResult> vSizes = tensor::getMixedSizes(b, loc, s.v);
+  s.grads = {
+      filledTensor(b, loc, qType, qSizes, b.getFloatAttr(s.element, 0)),
+      tensor::EmptyOp::create(b, loc, kSizes, s.element),
+      tensor::EmptyOp::create(b, loc, vSizes, s.element)};
+  return s;
+}
+
+/// The loops over batches and heads carrying dQ, dK and dV; per head the
+/// statistics pass, then the gradient pass. Returns the final gradients.
+ValueRange TiledSdpaGrad::buildLoopNest(OpBuilder &b, Location loc) const {
+  auto batchLoop = scf::ForOp::create(
+      b, loc, zero, batches, one, grads,
+      [&](OpBuilder &b, Location loc, Value batch, ValueRange outer) {
+        auto headLoop = scf::ForOp::create(
+            b, loc, zero, heads, one, outer,
+            [&](OpBuilder &b, Location loc, Value head, ValueRange headGrads) {
+              RowStats stats = buildStatsPass(b, loc, batch, head);
+              scf::YieldOp::create(
+                  b, loc,
+                  buildGradientPass(b, loc, batch, head, stats, headGrads));
+            });
+        scf::YieldOp::create(b, loc, headLoop.getResults());
+      });
+  return batchLoop.getResults();
+}
+
+/// Whether key (s0 + j) is hidden from query (t0 + i), in the body of a
+/// generic over the block.
+Value TiledSdpaGrad::hiddenAt(OpBuilder &nb, Location l,
+                              const Block &block) const {
+  Value key = arith::AddIOp::create(nb, l, block.s0,
+                                    linalg::IndexOp::create(nb, l, 1));
+  Value hidden = arith::ConstantOp::create(nb, l, nb.getBoolAttr(false));
+  if (causal) {
+    Value query = arith::AddIOp::create(nb, l, block.t0,
+                                        linalg::IndexOp::create(nb, l, 0));
+    hidden = arith::CmpIOp::create(
+        nb, l, arith::CmpIPredicate::sgt, key,
+        arith::AddIOp::create(nb, l, query, offset));
+  }
+  if (keyPadding)
+    hidden = arith::OrIOp::create(
+        nb, l, hidden,
+        tensor::ExtractOp::create(nb, l, keyPadding,
+                                  ValueRange{block.batch, key}));
+  return hidden;
+}
+
+/// The end of the keys a query tile [t0, t0 + rows) sees: all of them, or
+/// with a causal mask none past t0 + rows - 1 + (S - T).
+Value TiledSdpaGrad::causalKeyEnd(OpBuilder &b, Location loc, Value t0,
+                                  Value rows) const {
+  if (!causal)
+    return keys;
+  Value end = arith::AddIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, t0, rows), offset);
+  end = arith::MaxSIOp::create(b, loc, end, zero);
+  return arith::MinSIOp::create(b, loc, end, keys).getResult();
+}
+
+/// The first query tile that sees any key of the tile at s0: the first, or
+/// with a causal mask the tile holding query s0 - (S - T) (the queries
+/// before it see none of the tile).
+Value TiledSdpaGrad::causalQueryStart(OpBuilder &b, Location loc,
+                                      Value s0) const {
+  if (!causal)
+    return zero;
+  Value first = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, s0, offset), zero);
+  return arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, first, queryTile), queryTile);
+}
+
+/// Pass 1 of a head: delta of every query, and its logsumexp unless the op
+/// has the forward's.
+RowStats TiledSdpaGrad::buildStatsPass(OpBuilder &b, Location loc,
+                                       Value batch, Value head) const {
+  SmallVector<Value> stats0 = {tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{queries}, element)};
+  if (!forwardLse)
+    stats0.push_back(tensor::EmptyOp::create(
+        b, loc, SmallVector<OpFoldResult>{queries}, element));
+  auto statsLoop = scf::ForOp::create(
+      b, loc, zero, queries, queryTile, stats0,
+      [&](OpBuilder &b, Location loc, Value t0, ValueRange stats) {
+        buildStatsTile(b, loc, batch, head, t0, stats);
+      });
+  Value delta = statsLoop.getResult(0);
+  if (!forwardLse)
+    return {delta, statsLoop.getResult(1)};
+  // This head's row of the forward's [B, H, T] logsumexp.
+  Value lse = tensor::ExtractSliceOp::create(
+      b, loc, rowType, forwardLse,
+      ArrayRef<OpFoldResult>{batch, head, b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), queries},
+      SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+  return {delta, lse};
+}
+
+/// One query tile of pass 1: writes its delta (and logsumexp) into `stats`.
+void TiledSdpaGrad::buildStatsTile(OpBuilder &b, Location loc, Value batch,
+                                   Value head, Value t0,
+                                   ValueRange stats) const {
+  Value rows = arith::MinSIOp::create(
+      b, loc, queryTile, arith::SubIOp::create(b, loc, queries, t0));
+  auto insert1D = [&](Value tile, Value into) {
+    return tensor::InsertSliceOp::create(
+               b, loc, tile, into, ArrayRef<OpFoldResult>{t0},
+               ArrayRef<OpFoldResult>{rows},
+               ArrayRef<OpFoldResult>{b.getIndexAttr(1)})
+        .getResult();
+  };
+  Value deltaTile = rowDelta(b, loc, batch, head, t0, rows);
+  SmallVector<Value> next = {insert1D(deltaTile, stats[0])};
+  if (forwardLse) {
+    scf::YieldOp::create(b, loc, next);
+    return;
+  }
+  next.push_back(insert1D(queryLogsumexp(b, loc, batch, head, t0, rows),
+                          stats[1]));
+  scf::YieldOp::create(b, loc, next);
+}
+
+/// delta = rowsum(dO * O) of a query tile, which equals rowsum(P * dP) also
+/// under dropout because O is the dropped-out output.
+Value TiledSdpaGrad::rowDelta(OpBuilder &b, Location loc, Value batch,
+                              Value head, Value t0, Value rows) const {
+  Value oTile = tileOf(b, loc, o, batch, head, t0, rows);
+  Value doTile = tileOf(b, loc, dO, batch, head, t0, rows);
+  Value deltaInit =
+      filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, 0));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{rowType}, ValueRange{oTile, doTile},
+             ValueRange{deltaInit},
+             SmallVector<AffineMap>{id2(), id2(), rowMap()},
+             SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction},
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::AddFOp::create(
+                       nb, l, a[2], arith::MulFOp::create(nb, l, a[0], a[1]))
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// A query tile's logsumexp by an online pass over the key tiles it sees (0
+/// for a query with every key masked, whose weights are then all 0).
+Value TiledSdpaGrad::queryLogsumexp(OpBuilder &b, Location loc, Value batch,
+                                    Value head, Value t0, Value rows) const {
+  Value qTile = tileOf(b, loc, q, batch, head, t0, rows);
+  double inf = std::numeric_limits<double>::infinity();
+  Value m0 =
+      filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, -inf));
+  Value l0 =
+      filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, 0));
+  Value keyEnd = causalKeyEnd(b, loc, t0, rows);
+  // Full key tiles have a static width (buildTileLoop), so their
+  // element-wise ops vectorise without masks.
+  ValueRange keyResults = buildTileLoop(
+      b, loc, keyEnd, keyTile, ValueRange{m0, l0},
+      [&](OpBuilder &b, Location loc, Value s0, Value cols, ValueRange state) {
+        buildLogsumexpKeyTile(b, loc, {batch, head, t0, rows, s0, cols}, qTile,
+                              state);
+      });
+  return rowLogsumexp(b, loc, keyResults[0], keyResults[1]);
+}
+
+/// One key tile of the logsumexp pass: the running maximum and sum of
+/// exp(score - max) updated with the block's masked scores; yields both.
+void TiledSdpaGrad::buildLogsumexpKeyTile(OpBuilder &b, Location loc,
+                                          const Block &block, Value qTile,
+                                          ValueRange state) const {
+  Value rows = block.rows, cols = block.cols;
+  Value kTile = tileOf(b, loc, k, block.batch, block.head, block.s0, cols);
+  Value scores = contract(b, loc, qTile, kTile, map3({dim(0), dim(2)}),
+                          map3({dim(1), dim(2)}), blockType, {rows, cols});
+  Value masked = blockwise(
+      b, loc, element, {rows, cols}, scores, {id2()},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value s = arith::MulFOp::create(nb, l, a[0], scale);
+        return arith::SelectOp::create(nb, l, hiddenAt(nb, l, block), negInf,
+                                       s)
+            .getResult();
+      });
+  Value tileMax = reduceMax(b, loc, masked, 1);
+  // The new running maximum, and the one to shift by (0 while nothing is
+  // visible).
+  Value mNew = buildElementwise(
+      b, loc, rowType, {state[0], tileMax},
+      [](OpBuilder &nb, Location l, ValueRange a) {
+        return arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult();
+      });
+  Value mSafe = buildElementwise(
+      b, loc, rowType, mNew, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value isInf = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                            a[0], negInf);
+        return arith::SelectOp::create(nb, l, isInf, zeroF, a[0]).getResult();
+      });
+  // sum(exp(masked - mSafe)) per row, fused.
+  Value sumInit =
+      filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, 0));
+  Value rowSum =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rowType}, ValueRange{masked, mSafe},
+          ValueRange{sumInit},
+          SmallVector<AffineMap>{id2(), rowMap(), rowMap()},
+          SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
+                                           utils::IteratorType::reduction},
+          [](OpBuilder &nb, Location l, ValueRange a) {
+            Value e = math::ExpOp::create(
+                nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, a[2], e).getResult());
+          })
+          .getResult(0);
+  Value lNext = buildElementwise(
+      b, loc, rowType, {state[0], mSafe, state[1], rowSum},
+      [](OpBuilder &nb, Location l, ValueRange a) {
+        Value correction = math::ExpOp::create(
+            nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+        return arith::AddFOp::create(
+                   nb, l, arith::MulFOp::create(nb, l, a[2], correction), a[3])
+            .getResult();
+      });
+  scf::YieldOp::create(b, loc, ValueRange{mNew, lNext});
+}
+
+/// Pass 2 of a head: key tiles outside, query tiles inside, carrying dQ, dK
+/// and dV; returns them.
+ValueRange TiledSdpaGrad::buildGradientPass(OpBuilder &b, Location loc,
+                                            Value batch, Value head,
+                                            const RowStats &stats,
+                                            ValueRange grads) const {
+  auto keyLoop = scf::ForOp::create(
+      b, loc, zero, keys, keyTile, grads,
+      [&](OpBuilder &b, Location loc, Value s0, ValueRange acc) {
+        buildKeyTileGrads(b, loc, batch, head, s0, stats, acc);
+      });
+  return keyLoop.getResults();
+}
+
+/// One key tile of pass 2: its dK and dV accumulated over the query tiles
+/// that can see it (causal tiles wholly above the diagonal are skipped), and
+/// dQ updated on the way; yields dQ, dK and dV.
+void TiledSdpaGrad::buildKeyTileGrads(OpBuilder &b, Location loc, Value batch,
+                                      Value head, Value s0,
+                                      const RowStats &stats,
+                                      ValueRange acc) const {
+  Value cols = arith::MinSIOp::create(
+      b, loc, keyTile, arith::SubIOp::create(b, loc, keys, s0));
+  Value kTile = tileOf(b, loc, k, batch, head, s0, cols);
+  Value vTile = tileOf(b, loc, v, batch, head, s0, cols);
+  Value dkTile0 = filledTensor(b, loc, tileType(k), {cols, headDim},
+                               b.getFloatAttr(element, 0));
+  Value dvTile0 = filledTensor(b, loc, tileType(v), {cols, valueDim},
+                               b.getFloatAttr(element, 0));
+  Value queryStart = causalQueryStart(b, loc, s0);
+  auto queryLoop = scf::ForOp::create(
+      b, loc, queryStart, queries, queryTile,
+      ValueRange{dkTile0, dvTile0, acc[0]},
+      [&](OpBuilder &b, Location loc, Value t0, ValueRange state) {
+        Value rows = arith::MinSIOp::create(
+            b, loc, queryTile, arith::SubIOp::create(b, loc, queries, t0));
+        buildBlockGrads(b, loc, {batch, head, t0, rows, s0, cols}, kTile,
+                        vTile, stats, state);
+      });
+  Value dkAll = insertTile(b, loc, queryLoop.getResult(0), acc[1], batch,
+                           head, s0, cols);
+  Value dvAll = insertTile(b, loc, queryLoop.getResult(1), acc[2], batch,
+                           head, s0, cols);
+  scf::YieldOp::create(b, loc,
+                       ValueRange{queryLoop.getResult(2), dkAll, dvAll});
+}
+
+/// One block of pass 2: dV += dropout(P)^T dO, dK += dS^T q and
+/// dQ[tile] += dS k; yields dK, dV (the key tile's) and dQ.
+void TiledSdpaGrad::buildBlockGrads(OpBuilder &b, Location loc, Block block,
+                                    Value kTile, Value vTile,
+                                    const RowStats &stats,
+                                    ValueRange state) const {
+  Value batch = block.batch, head = block.head, t0 = block.t0,
+        rows = block.rows;
+  Value qTile = tileOf(b, loc, q, batch, head, t0, rows);
+  Value doTile = tileOf(b, loc, dO, batch, head, t0, rows);
+  Value lseTile = slice1D(b, loc, stats.lse, t0, rows);
+  Value deltaTile = slice1D(b, loc, stats.delta, t0, rows);
+  Value p = recomputeProbabilities(b, loc, block, qTile, kTile, lseTile);
+  Value pDropped = p;
+  if (dropoutBase)
+    pDropped = applyAttentionDropout(b, loc, p, dropoutBase, rate, batch, head,
+                                     heads, queries, keys, t0, block.s0);
+  // dV += dropout(P)^T dO
+  Value dvNext = contractInto(b, loc, pDropped, doTile, map3({dim(2), dim(0)}),
+                              map3({dim(2), dim(1)}), state[1]);
+  Value ds = scoreGradient(b, loc, block, doTile, vTile, p, deltaTile);
+  // dK += dS^T q
+  Value dkNext = contractInto(b, loc, ds, qTile, map3({dim(2), dim(0)}),
+                              map3({dim(2), dim(1)}), state[0]);
+  // dQ[tile] += dS k
+  Value dqTile = tileOf(b, loc, state[2], batch, head, t0, rows);
+  Value dqSum = contractInto(b, loc, ds, kTile, map3({dim(0), dim(2)}),
+                             map3({dim(2), dim(1)}), dqTile);
+  Value dqNext = insertTile(b, loc, dqSum, state[2], batch, head, t0, rows);
+  scf::YieldOp::create(b, loc, ValueRange{dkNext, dvNext, dqNext});
+}
+
+/// The block's softmax weights recomputed from the scores and the queries'
+/// logsumexp: P = exp(scale q k^T - L), 0 where masked.
+Value TiledSdpaGrad::recomputeProbabilities(OpBuilder &b, Location loc,
+                                            const Block &block, Value qTile,
+                                            Value kTile, Value lseTile) const {
+  Value scores =
+      contract(b, loc, qTile, kTile, map3({dim(0), dim(2)}),
+               map3({dim(1), dim(2)}), blockType, {block.rows, block.cols});
+  return blockwise(
+      b, loc, element, {block.rows, block.cols}, ValueRange{scores, lseTile},
+      {id2(), rowMap()}, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value s = arith::MulFOp::create(nb, l, a[0], scale);
+        Value e = math::ExpOp::create(nb, l,
+                                      arith::SubFOp::create(nb, l, s, a[1]));
+        return arith::SelectOp::create(nb, l, hiddenAt(nb, l, block), zeroF, e)
+            .getResult();
+      });
+}
+
+/// The scores' gradient dS = scale P (dP - delta), with dP = dropout'(dO
+/// v^T) (the forward's mask and scale).
+Value TiledSdpaGrad::scoreGradient(OpBuilder &b, Location loc,
+                                   const Block &block, Value doTile,
+                                   Value vTile, Value p,
+                                   Value deltaTile) const {
+  Value dpDropped =
+      contract(b, loc, doTile, vTile, map3({dim(0), dim(2)}),
+               map3({dim(1), dim(2)}), blockType, {block.rows, block.cols});
+  Value dpKept = dpDropped;
+  if (dropoutBase)
+    dpKept = applyAttentionDropout(b, loc, dpDropped, dropoutBase, rate,
+                                   block.batch, block.head, heads, queries,
+                                   keys, block.t0, block.s0);
+  return blockwise(
+      b, loc, element, {block.rows, block.cols},
+      ValueRange{p, dpKept, deltaTile}, {id2(), id2(), rowMap()},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value diff = arith::SubFOp::create(nb, l, a[1], a[2]);
+        return arith::MulFOp::create(
+                   nb, l, arith::MulFOp::create(nb, l, a[0], diff), scale)
+            .getResult();
+      });
+}
+
 struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  SdpaGradLowering(MLIRContext *context, AttentionTiles tiles)
+      : OpConversionPattern(context), tiles(tiles) {}
 
   LogicalResult
   matchAndRewrite(SdpaGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    OpBuilder &b = rewriter;
-    MLIRContext *context = b.getContext();
-    Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();
-    Value o = adaptor.getOutput(), dO = adaptor.getGradOutput();
-    Value forwardLse = adaptor.getLogsumexp();
-    Value keyPadding = adaptor.getKeyPadding();
-    bool causal = op.getMask() == MaskKind::causal;
-    auto qType = cast<RankedTensorType>(q.getType());
-    Type element = qType.getElementType();
-
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value batches = dimOf(b, loc, q, 0), heads = dimOf(b, loc, q, 1);
-    Value queries = dimOf(b, loc, q, 2), keys = dimOf(b, loc, k, 2);
-    Value queryTile = arith::ConstantIndexOp::create(b, loc, kQueryTile);
-    Value keyTile = arith::ConstantIndexOp::create(b, loc, kKeyTile);
-    // Key s is visible to query t when s <= t + (S - T).
-    Value offset = arith::SubIOp::create(b, loc, keys, queries);
-    Value scale =
-        attentionScale(b, loc, element, op.getScale(), dimOf(b, loc, q, 3));
-    double inf = std::numeric_limits<double>::infinity();
-    Value negInf = floatConstant(b, loc, element, -inf);
-    Value zeroF = floatConstant(b, loc, element, 0);
-    double rate = op.getDropout().convertToDouble();
-    Value dropoutBase;
-    if (adaptor.getSeed() && rate > 0) {
-      Value seed =
-          tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
-      dropoutBase = dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
-    }
-
-    AffineExpr d0 = getAffineDimExpr(0, context),
-               d1 = getAffineDimExpr(1, context),
-               d2 = getAffineDimExpr(2, context);
-    auto map3 = [&](ArrayRef<AffineExpr> exprs) {
-      return AffineMap::get(3, 0, exprs, context);
-    };
-    AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, context);
-    AffineMap rowMap = AffineMap::get(2, 0, {d0}, context);
-    auto rowType = RankedTensorType::get({ShapedType::kDynamic}, element);
-    auto blockType = RankedTensorType::get(
-        {ShapedType::kDynamic, ShapedType::kDynamic}, element);
-    OpFoldResult headDim = tensor::getMixedSize(b, loc, q, 3);
-    OpFoldResult valueDim = tensor::getMixedSize(b, loc, v, 3);
-    auto tileType = [&](Value like) {
-      auto t = cast<RankedTensorType>(like.getType());
-      return RankedTensorType::get({ShapedType::kDynamic, t.getDimSize(3)},
-                                   element);
-    };
-
-    // Whether key (s0 + j) is hidden from query (t0 + i), in a block body.
-    auto hiddenAt = [&](OpBuilder &nb, Location l, Value batch, Value t0,
-                        Value s0) -> Value {
-      Value key = arith::AddIOp::create(nb, l, s0, linalg::IndexOp::create(nb, l, 1));
-      Value hidden = arith::ConstantOp::create(nb, l, nb.getBoolAttr(false));
-      if (causal) {
-        Value query =
-            arith::AddIOp::create(nb, l, t0, linalg::IndexOp::create(nb, l, 0));
-        hidden = arith::CmpIOp::create(
-            nb, l, arith::CmpIPredicate::sgt, key,
-            arith::AddIOp::create(nb, l, query, offset));
-      }
-      if (keyPadding)
-        hidden = arith::OrIOp::create(
-            nb, l, hidden,
-            tensor::ExtractOp::create(nb, l, keyPadding, ValueRange{batch, key}));
-      return hidden;
-    };
-    // Causal: no query of the tile [t0, t0 + rows) sees keys past
-    // t0 + rows - 1 + (S - T).
-    auto keyEndFor = [&](OpBuilder &nb, Location l, Value t0, Value rows) {
-      if (!causal)
-        return keys;
-      Value end = arith::AddIOp::create(
-          nb, l, arith::AddIOp::create(nb, l, t0, rows), offset);
-      end = arith::MaxSIOp::create(nb, l, end, zero);
-      return arith::MinSIOp::create(nb, l, end, keys).getResult();
-    };
-
-    SmallVector<OpFoldResult> qSizes = tensor::getMixedSizes(b, loc, q);
-    SmallVector<OpFoldResult> kSizes = tensor::getMixedSizes(b, loc, k);
-    SmallVector<OpFoldResult> vSizes = tensor::getMixedSizes(b, loc, v);
-    Value dq0 = filledTensor(b, loc, qType, qSizes, b.getFloatAttr(element, 0));
-    Value dk0 = tensor::EmptyOp::create(b, loc, kSizes, element);
-    Value dv0 = tensor::EmptyOp::create(b, loc, vSizes, element);
-
-    auto batchLoop = scf::ForOp::create(
-        b, loc, zero, batches, one, ValueRange{dq0, dk0, dv0},
-        [&](OpBuilder &b, Location loc, Value batch, ValueRange outer) {
-          auto headLoop = scf::ForOp::create(
-              b, loc, zero, heads, one, outer,
-              [&](OpBuilder &b, Location loc, Value head, ValueRange grads) {
-                // Pass 1: delta (and, without the forward's, logsumexp) of
-                // every query.
-                SmallVector<Value> stats0 = {tensor::EmptyOp::create(
-                    b, loc, SmallVector<OpFoldResult>{queries}, element)};
-                if (!forwardLse)
-                  stats0.push_back(tensor::EmptyOp::create(
-                      b, loc, SmallVector<OpFoldResult>{queries}, element));
-                auto statsLoop = scf::ForOp::create(
-                    b, loc, zero, queries, queryTile, stats0,
-                    [&](OpBuilder &b, Location loc, Value t0, ValueRange stats) {
-                      Value rows = arith::MinSIOp::create(
-                          b, loc, queryTile,
-                          arith::SubIOp::create(b, loc, queries, t0));
-                      auto insert1D = [&](Value tile, Value into) {
-                        return tensor::InsertSliceOp::create(
-                                   b, loc, tile, into, ArrayRef<OpFoldResult>{t0},
-                                   ArrayRef<OpFoldResult>{rows},
-                                   ArrayRef<OpFoldResult>{b.getIndexAttr(1)})
-                            .getResult();
-                      };
-                      // delta = rowsum(dO * O).
-                      Value oTile = tileOf(b, loc, o, batch, head, t0, rows);
-                      Value doTile = tileOf(b, loc, dO, batch, head, t0, rows);
-                      Value deltaInit = filledTensor(b, loc, rowType, {rows},
-                                                     b.getFloatAttr(element, 0));
-                      Value deltaTile =
-                          linalg::GenericOp::create(
-                              b, loc, TypeRange{rowType}, ValueRange{oTile, doTile},
-                              ValueRange{deltaInit},
-                              SmallVector<AffineMap>{id2, id2, rowMap},
-                              SmallVector<utils::IteratorType>{
-                                  utils::IteratorType::parallel,
-                                  utils::IteratorType::reduction},
-                              [](OpBuilder &nb, Location l, ValueRange a) {
-                                linalg::YieldOp::create(
-                                    nb, l,
-                                    arith::AddFOp::create(
-                                        nb, l, a[2],
-                                        arith::MulFOp::create(nb, l, a[0], a[1]))
-                                        .getResult());
-                              })
-                              .getResult(0);
-                      SmallVector<Value> next = {insert1D(deltaTile, stats[0])};
-                      if (forwardLse) {
-                        scf::YieldOp::create(b, loc, next);
-                        return;
-                      }
-                      Value qTile = tileOf(b, loc, q, batch, head, t0, rows);
-                      Value m0 = filledTensor(b, loc, rowType, {rows},
-                                              b.getFloatAttr(element, -inf));
-                      Value l0 = filledTensor(b, loc, rowType, {rows},
-                                              b.getFloatAttr(element, 0));
-                      Value keyEnd = keyEndFor(b, loc, t0, rows);
-                      // Full key tiles have a static width (buildTileLoop),
-                      // so their element-wise ops vectorise without masks.
-                      ValueRange keyResults = buildTileLoop(
-                          b, loc, keyEnd, keyTile, ValueRange{m0, l0},
-                          [&](OpBuilder &b, Location loc, Value s0, Value cols,
-                              ValueRange state) {
-                            Value kTile = tileOf(b, loc, k, batch, head, s0, cols);
-                            Value scores = contract(b, loc, qTile, kTile,
-                                                    map3({d0, d2}), map3({d1, d2}),
-                                                    blockType, {rows, cols});
-                            Value masked = blockwise(
-                                b, loc, element, {rows, cols}, scores, {id2},
-                                [&](OpBuilder &nb, Location l, ValueRange a) {
-                                  Value s = arith::MulFOp::create(nb, l, a[0], scale);
-                                  return arith::SelectOp::create(
-                                             nb, l, hiddenAt(nb, l, batch, t0, s0),
-                                             negInf, s)
-                                      .getResult();
-                                });
-                            Value tileMax = reduceMax(b, loc, masked, 1);
-                            // The new running maximum, and the one to shift
-                            // by (0 while nothing is visible).
-                            Value mNew = buildElementwise(
-                                b, loc, rowType, {state[0], tileMax},
-                                [](OpBuilder &nb, Location l, ValueRange a) {
-                                  return arith::MaximumFOp::create(nb, l, a[0], a[1])
-                                      .getResult();
-                                });
-                            Value mSafe = buildElementwise(
-                                b, loc, rowType, mNew,
-                                [&](OpBuilder &nb, Location l, ValueRange a) {
-                                  Value isInf = arith::CmpFOp::create(
-                                      nb, l, arith::CmpFPredicate::OEQ, a[0], negInf);
-                                  return arith::SelectOp::create(nb, l, isInf,
-                                                                 zeroF, a[0])
-                                      .getResult();
-                                });
-                            // sum(exp(masked - mSafe)) per row, fused.
-                            Value sumInit = filledTensor(b, loc, rowType, {rows},
-                                                         b.getFloatAttr(element, 0));
-                            Value rowSum =
-                                linalg::GenericOp::create(
-                                    b, loc, TypeRange{rowType},
-                                    ValueRange{masked, mSafe}, ValueRange{sumInit},
-                                    SmallVector<AffineMap>{id2, rowMap, rowMap},
-                                    SmallVector<utils::IteratorType>{
-                                        utils::IteratorType::parallel,
-                                        utils::IteratorType::reduction},
-                                    [](OpBuilder &nb, Location l, ValueRange a) {
-                                      Value e = math::ExpOp::create(
-                                          nb, l,
-                                          arith::SubFOp::create(nb, l, a[0], a[1]));
-                                      linalg::YieldOp::create(
-                                          nb, l,
-                                          arith::AddFOp::create(nb, l, a[2], e)
-                                              .getResult());
-                                    })
-                                    .getResult(0);
-                            Value lNext = buildElementwise(
-                                b, loc, rowType, {state[0], mSafe, state[1], rowSum},
-                                [](OpBuilder &nb, Location l, ValueRange a) {
-                                  Value correction = math::ExpOp::create(
-                                      nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
-                                  return arith::AddFOp::create(
-                                             nb, l,
-                                             arith::MulFOp::create(nb, l, a[2],
-                                                                   correction),
-                                             a[3])
-                                      .getResult();
-                                });
-                            scf::YieldOp::create(b, loc, ValueRange{mNew, lNext});
-                          });
-                      next.push_back(insert1D(
-                          rowLogsumexp(b, loc, keyResults[0], keyResults[1]),
-                          stats[1]));
-                      scf::YieldOp::create(b, loc, next);
-                    });
-                Value delta = statsLoop.getResult(0);
-                // This head's row of the forward's [B, H, T] logsumexp.
-                Value lse =
-                    forwardLse
-                        ? tensor::ExtractSliceOp::create(
-                              b, loc, rowType, forwardLse,
-                              ArrayRef<OpFoldResult>{batch, head,
-                                                     b.getIndexAttr(0)},
-                              ArrayRef<OpFoldResult>{b.getIndexAttr(1),
-                                                     b.getIndexAttr(1),
-                                                     queries},
-                              SmallVector<OpFoldResult>(3, b.getIndexAttr(1)))
-                              .getResult()
-                        : statsLoop.getResult(1);
-
-                // Pass 2: key tiles outside, query tiles inside.
-                auto keyLoop = scf::ForOp::create(
-                    b, loc, zero, keys, keyTile, grads,
-                    [&](OpBuilder &b, Location loc, Value s0, ValueRange acc) {
-                      Value cols = arith::MinSIOp::create(
-                          b, loc, keyTile, arith::SubIOp::create(b, loc, keys, s0));
-                      Value kTile = tileOf(b, loc, k, batch, head, s0, cols);
-                      Value vTile = tileOf(b, loc, v, batch, head, s0, cols);
-                      Value dkTile0 = filledTensor(b, loc, tileType(k),
-                                                   {cols, headDim},
-                                                   b.getFloatAttr(element, 0));
-                      Value dvTile0 = filledTensor(b, loc, tileType(v),
-                                                   {cols, valueDim},
-                                                   b.getFloatAttr(element, 0));
-                      // Causal: queries before s0 - (S - T) see none of the
-                      // tile; start at the query tile holding the first that
-                      // does.
-                      Value queryStart = zero;
-                      if (causal) {
-                        Value first = arith::MaxSIOp::create(
-                            b, loc, arith::SubIOp::create(b, loc, s0, offset),
-                            zero);
-                        queryStart = arith::MulIOp::create(
-                            b, loc,
-                            arith::DivUIOp::create(b, loc, first, queryTile),
-                            queryTile);
-                      }
-                      auto queryLoop = scf::ForOp::create(
-                          b, loc, queryStart, queries, queryTile,
-                          ValueRange{dkTile0, dvTile0, acc[0]},
-                          [&](OpBuilder &b, Location loc, Value t0,
-                              ValueRange state) {
-                            Value rows = arith::MinSIOp::create(
-                                b, loc, queryTile,
-                                arith::SubIOp::create(b, loc, queries, t0));
-                            Value qTile = tileOf(b, loc, q, batch, head, t0, rows);
-                            Value doTile = tileOf(b, loc, dO, batch, head, t0, rows);
-                            Value lseTile = slice1D(b, loc, lse, t0, rows);
-                            Value deltaTile = slice1D(b, loc, delta, t0, rows);
-                            Value scores = contract(b, loc, qTile, kTile,
-                                                    map3({d0, d2}), map3({d1, d2}),
-                                                    blockType, {rows, cols});
-                            // P = exp(scale s - L), 0 where masked.
-                            Value p = blockwise(
-                                b, loc, element, {rows, cols},
-                                ValueRange{scores, lseTile}, {id2, rowMap},
-                                [&](OpBuilder &nb, Location l, ValueRange a) {
-                                  Value s = arith::MulFOp::create(nb, l, a[0], scale);
-                                  Value e = math::ExpOp::create(
-                                      nb, l, arith::SubFOp::create(nb, l, s, a[1]));
-                                  return arith::SelectOp::create(
-                                             nb, l, hiddenAt(nb, l, batch, t0, s0),
-                                             zeroF, e)
-                                      .getResult();
-                                });
-                            Value pDropped = p;
-                            if (dropoutBase)
-                              pDropped = applyAttentionDropout(
-                                  b, loc, p, dropoutBase, rate, batch, head,
-                                  heads, queries, keys, t0, s0);
-                            // dV += dropout(P)^T dO
-                            Value dvNext = contractInto(b, loc, pDropped, doTile,
-                                                        map3({d2, d0}),
-                                                        map3({d2, d1}), state[1]);
-                            // dP = dropout'(dO v^T); dS = scale P (dP - delta)
-                            Value dpDropped = contract(b, loc, doTile, vTile,
-                                                       map3({d0, d2}),
-                                                       map3({d1, d2}), blockType,
-                                                       {rows, cols});
-                            Value dpKept = dpDropped;
-                            if (dropoutBase)
-                              dpKept = applyAttentionDropout(
-                                  b, loc, dpDropped, dropoutBase, rate, batch,
-                                  head, heads, queries, keys, t0, s0);
-                            Value ds = blockwise(
-                                b, loc, element, {rows, cols},
-                                ValueRange{p, dpKept, deltaTile},
-                                {id2, id2, rowMap},
-                                [&](OpBuilder &nb, Location l, ValueRange a) {
-                                  Value diff = arith::SubFOp::create(nb, l, a[1], a[2]);
-                                  return arith::MulFOp::create(
-                                             nb, l,
-                                             arith::MulFOp::create(nb, l, a[0], diff),
-                                             scale)
-                                      .getResult();
-                                });
-                            // dK += dS^T q
-                            Value dkNext = contractInto(b, loc, ds, qTile,
-                                                        map3({d2, d0}),
-                                                        map3({d2, d1}), state[0]);
-                            // dQ[tile] += dS k
-                            Value dqTile = tileOf(b, loc, state[2], batch, head,
-                                                  t0, rows);
-                            Value dqSum = contractInto(b, loc, ds, kTile,
-                                                       map3({d0, d2}),
-                                                       map3({d2, d1}), dqTile);
-                            Value dqNext = insertTile(b, loc, dqSum, state[2],
-                                                      batch, head, t0, rows);
-                            scf::YieldOp::create(b, loc,
-                                                 ValueRange{dkNext, dvNext, dqNext});
-                          });
-                      Value dkAll = insertTile(b, loc, queryLoop.getResult(0),
-                                               acc[1], batch, head, s0, cols);
-                      Value dvAll = insertTile(b, loc, queryLoop.getResult(1),
-                                               acc[2], batch, head, s0, cols);
-                      scf::YieldOp::create(
-                          b, loc,
-                          ValueRange{queryLoop.getResult(2), dkAll, dvAll});
-                    });
-                scf::YieldOp::create(b, loc, keyLoop.getResults());
-              });
-          scf::YieldOp::create(b, loc, headLoop.getResults());
-        });
-    rewriter.replaceOp(op, castToResults(b, loc, op, batchLoop.getResults()));
+    TiledSdpaGrad grad =
+        TiledSdpaGrad::create(rewriter, loc, op, adaptor, tiles);
+    ValueRange results = grad.buildLoopNest(rewriter, loc);
+    rewriter.replaceOp(op, castToResults(rewriter, loc, op, results));
     return success();
   }
+
+  AttentionTiles tiles;
 };
 
 } // namespace
 
-void populateAttentionBackwardPatterns(RewritePatternSet &patterns) {
-  patterns.add<SdpaGradLowering>(patterns.getContext());
+void populateAttentionBackwardPatterns(RewritePatternSet &patterns,
+                                       AttentionTiles tiles) {
+  patterns.add<SdpaGradLowering>(patterns.getContext(), tiles);
 }
 
 } // namespace attn

@@ -180,6 +180,38 @@ struct AttentionParts {
                    });
   }
 
+  /// delta = rowsum(dO * O), which equals rowsum(P * dP) under dropout too.
+  Value rowDelta(OpBuilder &b, Location loc, Value o, Value dO) const {
+    MLIRContext *context = b.getContext();
+    auto rowType = RankedTensorType::get(
+        SmallVector<int64_t>(3, ShapedType::kDynamic), element);
+    return generic(
+        b, loc,
+        filledTensor(b, loc, rowType, rowSizes(), b.getFloatAttr(element, 0)),
+        {dO, o},
+        {loopMap(context, 4, {0, 1, 2, 3}), loopMap(context, 4, {0, 1, 2, 3})},
+        4, [](OpBuilder &nb, Location l, ValueRange a) {
+          Value prod = arith::MulFOp::create(nb, l, a[0], a[1]);
+          return arith::AddFOp::create(nb, l, a[2], prod).getResult();
+        });
+  }
+
+  /// The scores' gradient dS = scale P (dP - delta).
+  Value scoreGradient(OpBuilder &b, Location loc, Value p, Value dp,
+                      Value delta) const {
+    MLIRContext *context = b.getContext();
+    return generic(
+        b, loc, tensor::EmptyOp::create(b, loc, scoreSizes(), element),
+        {p, dp, delta},
+        {loopMap(context, 4, {0, 1, 2, 3}), loopMap(context, 4, {0, 1, 2, 3}),
+         loopMap(context, 4, {0, 1, 2})},
+        4, [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value diff = arith::SubFOp::create(nb, l, a[1], a[2]);
+          Value scaled = arith::MulFOp::create(nb, l, a[0], scale);
+          return arith::MulFOp::create(nb, l, scaled, diff).getResult();
+        });
+  }
+
   /// `x` with attention dropout's mask and scale applied (x itself without
   /// dropout): the stream's element ((b H + h) T + t) S + s.
   Value dropout(OpBuilder &b, Location loc, Value x) const {
@@ -259,30 +291,8 @@ struct MaterializedSdpaGradLowering : OpConversionPattern<SdpaGradOp> {
         product(b, loc, element, parts.scoreSizes(), dO,
                 loopMap(context, 5, {0, 1, 2, 4}), parts.v,
                 loopMap(context, 5, {0, 1, 3, 4})));
-    // delta = rowsum(dO * O), which equals rowsum(P * dP) under dropout too.
-    auto rowType = RankedTensorType::get(
-        SmallVector<int64_t>(3, ShapedType::kDynamic), element);
-    Value delta = generic(
-        b, loc,
-        filledTensor(b, loc, rowType, parts.rowSizes(),
-                     b.getFloatAttr(element, 0)),
-        {dO, o}, {loopMap(context, 4, {0, 1, 2, 3}),
-                  loopMap(context, 4, {0, 1, 2, 3})},
-        4, [](OpBuilder &nb, Location l, ValueRange a) {
-          Value prod = arith::MulFOp::create(nb, l, a[0], a[1]);
-          return arith::AddFOp::create(nb, l, a[2], prod).getResult();
-        });
-    // dS = scale P (dP - delta)
-    Value ds = generic(
-        b, loc, tensor::EmptyOp::create(b, loc, parts.scoreSizes(), element),
-        {p, dp, delta},
-        {loopMap(context, 4, {0, 1, 2, 3}), loopMap(context, 4, {0, 1, 2, 3}),
-         loopMap(context, 4, {0, 1, 2})},
-        4, [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value diff = arith::SubFOp::create(nb, l, a[1], a[2]);
-          Value scaled = arith::MulFOp::create(nb, l, a[0], parts.scale);
-          return arith::MulFOp::create(nb, l, scaled, diff).getResult();
-        });
+    Value delta = parts.rowDelta(b, loc, o, dO);
+    Value ds = parts.scoreGradient(b, loc, p, dp, delta);
     // dQ[b, h, t, d] = sum_s dS[b, h, t, s] k[b, h, s, d]
     Value dq = product(b, loc, element, sizesOf(parts.q), ds,
                        loopMap(context, 5, {0, 1, 2, 4}), parts.k,

@@ -16,7 +16,7 @@ namespace attn {
 #include "attn/Conversion/Passes.h.inc"
 
 void populateAttnToLinalgPatterns(RewritePatternSet &patterns,
-                                  bool materializeAttention) {
+                                  const ConvertAttnToLinalgOptions &options) {
   populateElementwisePatterns(patterns);
   populateShapePatterns(patterns);
   populateContractionPatterns(patterns);
@@ -25,12 +25,13 @@ void populateAttnToLinalgPatterns(RewritePatternSet &patterns,
   populateDropoutPatterns(patterns);
   populateGradientPatterns(patterns);
   populateOptimizerPatterns(patterns);
-  if (materializeAttention) {
+  if (options.materializeAttention) {
     populateMaterializedAttentionPatterns(patterns);
-  } else {
-    populateAttentionPatterns(patterns);
-    populateAttentionBackwardPatterns(patterns);
+    return;
   }
+  AttentionTiles tiles{options.queryTile, options.keyTile};
+  populateAttentionPatterns(patterns, tiles);
+  populateAttentionBackwardPatterns(patterns, tiles);
 }
 
 namespace {
@@ -40,6 +41,14 @@ struct ConvertAttnToLinalgPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (queryTile < 1 || keyTile < 1) {
+      emitError(getOperation().getLoc())
+          << "convert-attn-to-linalg: query-tile and key-tile must be at "
+             "least 1 (got "
+          << static_cast<int64_t>(queryTile) << " and "
+          << static_cast<int64_t>(keyTile) << ")";
+      return signalPassFailure();
+    }
     MLIRContext *context = &getContext();
     ConversionTarget target(*context);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
@@ -48,7 +57,11 @@ struct ConvertAttnToLinalgPass
     target.addIllegalDialect<AttnDialect>();
     target.addLegalOp<ParamOp, TrainOp>();
     RewritePatternSet patterns(context);
-    populateAttnToLinalgPatterns(patterns, materializeAttention);
+    ConvertAttnToLinalgOptions options;
+    options.materializeAttention = materializeAttention;
+    options.queryTile = queryTile;
+    options.keyTile = keyTile;
+    populateAttnToLinalgPatterns(patterns, options);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

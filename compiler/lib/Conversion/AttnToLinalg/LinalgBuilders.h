@@ -76,10 +76,6 @@ mlir::Value attentionScale(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type element, std::optional<llvm::APFloat> given,
                            mlir::Value headDim);
 
-/// Applies an activation to a scalar.
-mlir::Value applyActivation(mlir::OpBuilder &b, mlir::Location loc,
-                            Activation activation, mlir::Value x);
-
 /// An element-wise generic over `full`'s shape reading `full`, then each of
 /// `reduced` (statistics reduced over `axis`), then each of `perFeature`
 /// (vectors indexed by the last dim).
@@ -170,17 +166,26 @@ llvm::SmallVector<mlir::Value> castToResults(mlir::OpBuilder &b,
                                              mlir::Operation *op,
                                              mlir::ValueRange values);
 
+/// The query and key tile sizes of the flash-attention loop nests
+/// (`convert-attn-to-linalg`'s `query-tile` and `key-tile`).
+struct AttentionTiles {
+  int64_t query;
+  int64_t key;
+};
+
 /// Patterns of each op family.
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
 void populateContractionPatterns(mlir::RewritePatternSet &patterns);
 void populateNormalizationPatterns(mlir::RewritePatternSet &patterns);
-void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
+void populateAttentionPatterns(mlir::RewritePatternSet &patterns,
+                               AttentionTiles tiles);
 void populateLossPatterns(mlir::RewritePatternSet &patterns);
 void populateDropoutPatterns(mlir::RewritePatternSet &patterns);
 void populateGradientPatterns(mlir::RewritePatternSet &patterns);
 void populateOptimizerPatterns(mlir::RewritePatternSet &patterns);
-void populateAttentionBackwardPatterns(mlir::RewritePatternSet &patterns);
+void populateAttentionBackwardPatterns(mlir::RewritePatternSet &patterns,
+                                       AttentionTiles tiles);
 void populateMaterializedAttentionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace attn
