@@ -80,13 +80,20 @@ LogicalResult Elaborator::evalInitializer(const ast::CallExpr *init,
       return fallback;
     return expectNumber(*arg, what);
   };
-  if (name == "zeros" || name == "ones") {
-    if (!bindArgs(callArgs, {}))
-      return failure();
-    kind = name == "zeros" ? InitKind::zeros : InitKind::ones;
-    return success();
+  // The initialisers a model names are the cases of InitKind.
+  std::optional<InitKind> initKind = symbolizeInitKind(name);
+  if (!initKind) {
+    error(init->getLoc()) << "unknown initialiser '" << name
+                          << "'; expected normal, uniform, zeros, ones or "
+                             "xavier_uniform";
+    return failure();
   }
-  if (name == "normal") {
+  kind = *initKind;
+  switch (kind) {
+  case InitKind::zeros:
+  case InitKind::ones:
+    return success(bindArgs(callArgs, {}).has_value());
+  case InitKind::normal: {
     auto bound = bindArgs(callArgs, {{"std", true}, {"mean", false}});
     if (!bound)
       return failure();
@@ -98,11 +105,10 @@ LogicalResult Elaborator::evalInitializer(const ast::CallExpr *init,
       error((*bound)[0]->loc) << "the standard deviation must not be negative";
       return failure();
     }
-    kind = InitKind::normal;
     args.append({*mean, *std});
     return success();
   }
-  if (name == "uniform") {
+  case InitKind::uniform: {
     auto bound = bindArgs(callArgs, {{"lo", true}, {"hi", true}});
     if (!bound)
       return failure();
@@ -116,25 +122,21 @@ LogicalResult Elaborator::evalInitializer(const ast::CallExpr *init,
                           << ") has its lower bound above its upper bound";
       return failure();
     }
-    kind = InitKind::uniform;
     args.append({*lo, *hi});
     return success();
   }
-  if (name == "xavier_uniform") {
+  case InitKind::xavier_uniform: {
     auto bound = bindArgs(callArgs, {{"gain", false}});
     if (!bound)
       return failure();
     std::optional<double> gain = number((*bound)[0], "the gain", 1.0);
     if (!gain)
       return failure();
-    kind = InitKind::xavier_uniform;
     args.push_back(*gain);
     return success();
   }
-  error(init->getLoc()) << "unknown initialiser '" << name
-                        << "'; expected normal, uniform, zeros, ones or "
-                           "xavier_uniform";
-  return failure();
+  }
+  llvm_unreachable("unknown initialiser");
 }
 
 /// Evaluates the shape of a `param` or `buffer` declaration: every dim must
