@@ -113,9 +113,10 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     nests would keep their batch, head and tile loops on the host.
 
     `query-tile` and `key-tile` size the tiles of the loop nests, forward
-    and backward (a 64 x 64 f32 score block is 16 KiB, which stays in L1
-    next to the query and key tiles). Fails with a diagnostic on a tile
-    size below 1.
+    and backward: 64 x 64 by default, an f32 score block of 16 KiB that
+    stays in L1 next to the query and key tiles (the pipeline sets them
+    from the CPU cost model, docs/Codegen.md). Fails with a diagnostic on
+    a tile size below 1.
   }];
   let options = [
     Option<"materializeAttention", "materialize-attention", "bool",

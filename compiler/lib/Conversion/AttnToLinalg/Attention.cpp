@@ -189,8 +189,8 @@ struct TiledSdpa {
                                     Value head, Value t0,
                                     ValueRange outputs) const;
   Value causalKeyEnd(OpBuilder &b, Location loc, Value t0, Value rows) const;
-  void buildKeyTile(OpBuilder &b, Location loc, const QueryTile &tile,
-                    Value s0, Value cols, ValueRange state) const;
+  void buildKeyTile(OpBuilder &b, Location loc, const QueryTile &tile, Value s0,
+                    Value cols, ValueRange state) const;
   Value maskedScores(OpBuilder &b, Location loc, const QueryTile &tile,
                      Value kTile, Value s0, Value cols) const;
   SoftmaxStep onlineSoftmax(OpBuilder &b, Location loc, const QueryTile &tile,
@@ -216,8 +216,7 @@ TiledSdpa TiledSdpa::create(OpBuilder &b, Location loc, SdpaOp op,
   s.v = adaptor.getValue();
   s.keyPadding = adaptor.getKeyPadding();
   s.causal = op.getMask() == MaskKind::causal;
-  s.element =
-      cast<RankedTensorType>(op.getResult().getType()).getElementType();
+  s.element = cast<RankedTensorType>(op.getResult().getType()).getElementType();
   s.zero = arith::ConstantIndexOp::create(b, loc, 0);
   s.one = arith::ConstantIndexOp::create(b, loc, 1);
   s.batches = dimOf(b, loc, s.q, 0);
@@ -238,8 +237,7 @@ TiledSdpa TiledSdpa::create(OpBuilder &b, Location loc, SdpaOp op,
   if (adaptor.getSeed() && s.rate > 0) {
     Value seed =
         tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
-    s.dropoutBase =
-        dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
+    s.dropoutBase = dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
   }
 
   SmallVector<OpFoldResult> outSizes = {s.batches, s.heads, s.queries,
@@ -255,7 +253,8 @@ TiledSdpa TiledSdpa::create(OpBuilder &b, Location loc, SdpaOp op,
   s.blockType = RankedTensorType::get(
       {ShapedType::kDynamic, ShapedType::kDynamic}, s.element);
   s.accType = RankedTensorType::get(
-      {ShapedType::kDynamic, cast<RankedTensorType>(s.v.getType()).getDimSize(3)},
+      {ShapedType::kDynamic,
+       cast<RankedTensorType>(s.v.getType()).getDimSize(3)},
       s.element);
   return s;
 }
@@ -273,9 +272,9 @@ ValueRange TiledSdpa::buildLoopNest(OpBuilder &b, Location loc) const {
                   b, loc, zero, queries, queryTile, headArgs,
                   [&](OpBuilder &b, Location loc, Value t0,
                       ValueRange queryArgs) {
-                    scf::YieldOp::create(b, loc,
-                                         buildQueryTile(b, loc, batch, head,
-                                                        t0, queryArgs));
+                    scf::YieldOp::create(
+                        b, loc,
+                        buildQueryTile(b, loc, batch, head, t0, queryArgs));
                   });
               scf::YieldOp::create(b, loc, queryLoop.getResults());
             });
@@ -296,8 +295,7 @@ SmallVector<Value> TiledSdpa::buildQueryTile(OpBuilder &b, Location loc,
   Value m0 = filledTensor(
       b, loc, rowType, {rows},
       b.getFloatAttr(element, -std::numeric_limits<double>::infinity()));
-  Value l0 =
-      filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, 0));
+  Value l0 = filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, 0));
   Value acc0 = filledTensor(b, loc, accType, {rows, valueDim},
                             b.getFloatAttr(element, 0));
   Value keyEnd = causalKeyEnd(b, loc, t0, rows);
@@ -333,16 +331,14 @@ void TiledSdpa::buildKeyTile(OpBuilder &b, Location loc, const QueryTile &tile,
   Value vTile = tileOf(b, loc, v, tile.batch, tile.head, s0, cols);
   Value masked = maskedScores(b, loc, tile, kTile, s0, cols);
   SoftmaxStep step = onlineSoftmax(b, loc, tile, masked, current, cols);
-  Value accNext =
-      accumulateOutput(b, loc, tile, s0, step, vTile, current.acc);
+  Value accNext = accumulateOutput(b, loc, tile, s0, step, vTile, current.acc);
   scf::YieldOp::create(b, loc, ValueRange{step.max, step.sum, accNext});
 }
 
 /// The block's scores q k^T, scaled, and -inf where key s0 + j is hidden
 /// from query t0 + i (the causal mask and the key padding).
-Value TiledSdpa::maskedScores(OpBuilder &b, Location loc,
-                              const QueryTile &tile, Value kTile, Value s0,
-                              Value cols) const {
+Value TiledSdpa::maskedScores(OpBuilder &b, Location loc, const QueryTile &tile,
+                              Value kTile, Value s0, Value cols) const {
   Value rows = tile.rows;
   // scores[i, j] = q[i] . k[j]
   Value scores = contract(b, loc, tile.q, kTile, map3({dim(0), dim(2)}),
@@ -350,8 +346,8 @@ Value TiledSdpa::maskedScores(OpBuilder &b, Location loc,
   Value init = tensor::EmptyOp::create(
       b, loc, SmallVector<OpFoldResult>{rows, cols}, element);
   return linalg::GenericOp::create(
-             b, loc, TypeRange{blockType}, ValueRange{scores},
-             ValueRange{init}, SmallVector<AffineMap>{id2(), id2()}, par2(),
+             b, loc, TypeRange{blockType}, ValueRange{scores}, ValueRange{init},
+             SmallVector<AffineMap>{id2(), id2()}, par2(),
              [&](OpBuilder &nb, Location l, ValueRange a) {
                Value s = arith::MulFOp::create(nb, l, a[0], scale);
                Value key = arith::AddIOp::create(
@@ -401,19 +397,18 @@ SoftmaxStep TiledSdpa::onlineSoftmax(OpBuilder &b, Location loc,
       });
   Value pInit = tensor::EmptyOp::create(
       b, loc, SmallVector<OpFoldResult>{tile.rows, cols}, element);
-  Value p =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{blockType}, ValueRange{masked, mSafe},
-          ValueRange{pInit}, SmallVector<AffineMap>{id2(), rowMap2(), id2()},
-          par2(),
-          [](OpBuilder &nb, Location l, ValueRange a) {
-            linalg::YieldOp::create(
-                nb, l,
-                math::ExpOp::create(nb, l,
-                                    arith::SubFOp::create(nb, l, a[0], a[1]))
-                    .getResult());
-          })
-          .getResult(0);
+  Value p = linalg::GenericOp::create(
+                b, loc, TypeRange{blockType}, ValueRange{masked, mSafe},
+                ValueRange{pInit},
+                SmallVector<AffineMap>{id2(), rowMap2(), id2()}, par2(),
+                [](OpBuilder &nb, Location l, ValueRange a) {
+                  linalg::YieldOp::create(
+                      nb, l,
+                      math::ExpOp::create(
+                          nb, l, arith::SubFOp::create(nb, l, a[0], a[1]))
+                          .getResult());
+                })
+                .getResult(0);
   Value correction = buildElementwise(
       b, loc, rowType, {state.max, mSafe},
       [](OpBuilder &nb, Location l, ValueRange a) {
@@ -423,9 +418,9 @@ SoftmaxStep TiledSdpa::onlineSoftmax(OpBuilder &b, Location loc,
       });
   Value rowSum = reduceSum(b, loc, p, 1);
   AffineMap id1 = AffineMap::getMultiDimIdentityMap(1, context);
-  Value mNext = updateInPlace(
-      b, loc, state.max, mNew, id1,
-      [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  Value mNext =
+      updateInPlace(b, loc, state.max, mNew, id1,
+                    [](OpBuilder &, Location, ValueRange a) { return a[0]; });
   // sum = sum * correction + rowsum(p)
   Value sumNext = updateInPlace(
       b, loc, state.sum, {correction, rowSum}, id1,
@@ -444,15 +439,15 @@ Value TiledSdpa::accumulateOutput(OpBuilder &b, Location loc,
                                   Value acc) const {
   Value pDropped = step.p;
   if (dropoutBase)
-    pDropped = applyAttentionDropout(b, loc, step.p, dropoutBase, rate,
-                                     tile.batch, tile.head, heads, queries,
-                                     keys, tile.t0, s0);
+    pDropped =
+        applyAttentionDropout(b, loc, step.p, dropoutBase, rate, tile.batch,
+                              tile.head, heads, queries, keys, tile.t0, s0);
   Value pv = contract(b, loc, pDropped, vTile, map3({dim(0), dim(2)}),
                       map3({dim(2), dim(1)}), accType, {tile.rows, valueDim});
   return linalg::GenericOp::create(
              b, loc, TypeRange{accType}, ValueRange{step.correction, pv},
-             ValueRange{acc},
-             SmallVector<AffineMap>{rowMap2(), id2(), id2()}, par2(),
+             ValueRange{acc}, SmallVector<AffineMap>{rowMap2(), id2(), id2()},
+             par2(),
              [](OpBuilder &nb, Location l, ValueRange a) {
                linalg::YieldOp::create(
                    nb, l,
@@ -471,8 +466,8 @@ Value TiledSdpa::normalizeOutput(OpBuilder &b, Location loc,
       b, loc, SmallVector<OpFoldResult>{tile.rows, valueDim}, element);
   return linalg::GenericOp::create(
              b, loc, TypeRange{accType}, ValueRange{acc, sum},
-             ValueRange{oInit},
-             SmallVector<AffineMap>{id2(), rowMap2(), id2()}, par2(),
+             ValueRange{oInit}, SmallVector<AffineMap>{id2(), rowMap2(), id2()},
+             par2(),
              [&](OpBuilder &nb, Location l, ValueRange a) {
                Value none = arith::CmpFOp::create(
                    nb, l, arith::CmpFPredicate::OEQ, a[1], zeroF);

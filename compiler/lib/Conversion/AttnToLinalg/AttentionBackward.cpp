@@ -32,8 +32,8 @@ namespace {
 /// left operand read transposed ((k, i): the P^T dO and dS^T Q products)
 /// stays as it is: `attn-matmul-to-vector` has kernels for an A stored
 /// [K, M] (`t?`), which copy each register tile's rows into a panel as they
-/// go; that measured 5-15 % faster for the whole backward than a separate
-/// transposed copy of the block.
+/// go, cheaper than a separate transposed copy of the block
+/// (docs/Codegen.md).
 Value contractInto(OpBuilder &b, Location loc, Value lhs, Value rhs,
                    AffineMap lhsMap, AffineMap rhsMap, Value acc) {
   MLIRContext *context = b.getContext();
@@ -159,8 +159,8 @@ struct TiledSdpaGrad {
                           Value head) const;
   void buildStatsTile(OpBuilder &b, Location loc, Value batch, Value head,
                       Value t0, ValueRange stats) const;
-  Value rowDelta(OpBuilder &b, Location loc, Value batch, Value head,
-                 Value t0, Value rows) const;
+  Value rowDelta(OpBuilder &b, Location loc, Value batch, Value head, Value t0,
+                 Value rows) const;
   Value queryLogsumexp(OpBuilder &b, Location loc, Value batch, Value head,
                        Value t0, Value rows) const;
   void buildLogsumexpKeyTile(OpBuilder &b, Location loc, const Block &block,
@@ -169,8 +169,7 @@ struct TiledSdpaGrad {
                                Value head, const RowStats &stats,
                                ValueRange grads) const;
   void buildKeyTileGrads(OpBuilder &b, Location loc, Value batch, Value head,
-                         Value s0, const RowStats &stats,
-                         ValueRange acc) const;
+                         Value s0, const RowStats &stats, ValueRange acc) const;
   void buildBlockGrads(OpBuilder &b, Location loc, Block block, Value kTile,
                        Value vTile, const RowStats &stats,
                        ValueRange state) const;
@@ -206,8 +205,8 @@ TiledSdpaGrad TiledSdpaGrad::create(OpBuilder &b, Location loc, SdpaGradOp op,
   s.queryTile = arith::ConstantIndexOp::create(b, loc, tiles.query);
   s.keyTile = arith::ConstantIndexOp::create(b, loc, tiles.key);
   s.offset = arith::SubIOp::create(b, loc, s.keys, s.queries);
-  s.scale = attentionScale(b, loc, s.element, op.getScale(),
-                           dimOf(b, loc, s.q, 3));
+  s.scale =
+      attentionScale(b, loc, s.element, op.getScale(), dimOf(b, loc, s.q, 3));
   double inf = std::numeric_limits<double>::infinity();
   s.negInf = floatConstant(b, loc, s.element, -inf);
   s.zeroF = floatConstant(b, loc, s.element, 0);
@@ -215,8 +214,7 @@ TiledSdpaGrad TiledSdpaGrad::create(OpBuilder &b, Location loc, SdpaGradOp op,
   if (adaptor.getSeed() && s.rate > 0) {
     Value seed =
         tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
-    s.dropoutBase =
-        dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
+    s.dropoutBase = dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
   }
   s.rowType = RankedTensorType::get({ShapedType::kDynamic}, s.element);
   s.blockType = RankedTensorType::get(
@@ -227,10 +225,9 @@ TiledSdpaGrad TiledSdpaGrad::create(OpBuilder &b, Location loc, SdpaGradOp op,
   SmallVector<OpFoldResult> qSizes = tensor::getMixedSizes(b, loc, s.q);
   SmallVector<OpFoldResult> kSizes = tensor::getMixedSizes(b, loc, s.k);
   SmallVector<OpFoldResult> vSizes = tensor::getMixedSizes(b, loc, s.v);
-  s.grads = {
-      filledTensor(b, loc, qType, qSizes, b.getFloatAttr(s.element, 0)),
-      tensor::EmptyOp::create(b, loc, kSizes, s.element),
-      tensor::EmptyOp::create(b, loc, vSizes, s.element)};
+  s.grads = {filledTensor(b, loc, qType, qSizes, b.getFloatAttr(s.element, 0)),
+             tensor::EmptyOp::create(b, loc, kSizes, s.element),
+             tensor::EmptyOp::create(b, loc, vSizes, s.element)};
   return s;
 }
 
@@ -257,15 +254,14 @@ ValueRange TiledSdpaGrad::buildLoopNest(OpBuilder &b, Location loc) const {
 /// generic over the block.
 Value TiledSdpaGrad::hiddenAt(OpBuilder &nb, Location l,
                               const Block &block) const {
-  Value key = arith::AddIOp::create(nb, l, block.s0,
-                                    linalg::IndexOp::create(nb, l, 1));
+  Value key =
+      arith::AddIOp::create(nb, l, block.s0, linalg::IndexOp::create(nb, l, 1));
   Value hidden = arith::ConstantOp::create(nb, l, nb.getBoolAttr(false));
   if (causal) {
     Value query = arith::AddIOp::create(nb, l, block.t0,
                                         linalg::IndexOp::create(nb, l, 0));
-    hidden = arith::CmpIOp::create(
-        nb, l, arith::CmpIPredicate::sgt, key,
-        arith::AddIOp::create(nb, l, query, offset));
+    hidden = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sgt, key,
+                                   arith::AddIOp::create(nb, l, query, offset));
   }
   if (keyPadding)
     hidden = arith::OrIOp::create(
@@ -302,8 +298,8 @@ Value TiledSdpaGrad::causalQueryStart(OpBuilder &b, Location loc,
 
 /// Pass 1 of a head: delta of every query, and its logsumexp unless the op
 /// has the forward's.
-RowStats TiledSdpaGrad::buildStatsPass(OpBuilder &b, Location loc,
-                                       Value batch, Value head) const {
+RowStats TiledSdpaGrad::buildStatsPass(OpBuilder &b, Location loc, Value batch,
+                                       Value head) const {
   SmallVector<Value> stats0 = {tensor::EmptyOp::create(
       b, loc, SmallVector<OpFoldResult>{queries}, element)};
   if (!forwardLse)
@@ -345,8 +341,8 @@ void TiledSdpaGrad::buildStatsTile(OpBuilder &b, Location loc, Value batch,
     scf::YieldOp::create(b, loc, next);
     return;
   }
-  next.push_back(insert1D(queryLogsumexp(b, loc, batch, head, t0, rows),
-                          stats[1]));
+  next.push_back(
+      insert1D(queryLogsumexp(b, loc, batch, head, t0, rows), stats[1]));
   scf::YieldOp::create(b, loc, next);
 }
 
@@ -382,8 +378,7 @@ Value TiledSdpaGrad::queryLogsumexp(OpBuilder &b, Location loc, Value batch,
   double inf = std::numeric_limits<double>::infinity();
   Value m0 =
       filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, -inf));
-  Value l0 =
-      filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, 0));
+  Value l0 = filledTensor(b, loc, rowType, {rows}, b.getFloatAttr(element, 0));
   Value keyEnd = causalKeyEnd(b, loc, t0, rows);
   // Full key tiles have a static width (buildTileLoop), so their
   // element-wise ops vectorise without masks.
@@ -409,8 +404,7 @@ void TiledSdpaGrad::buildLogsumexpKeyTile(OpBuilder &b, Location loc,
       b, loc, element, {rows, cols}, scores, {id2()},
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Value s = arith::MulFOp::create(nb, l, a[0], scale);
-        return arith::SelectOp::create(nb, l, hiddenAt(nb, l, block), negInf,
-                                       s)
+        return arith::SelectOp::create(nb, l, hiddenAt(nb, l, block), negInf, s)
             .getResult();
       });
   Value tileMax = reduceMax(b, loc, masked, 1);
@@ -477,8 +471,8 @@ void TiledSdpaGrad::buildKeyTileGrads(OpBuilder &b, Location loc, Value batch,
                                       Value head, Value s0,
                                       const RowStats &stats,
                                       ValueRange acc) const {
-  Value cols = arith::MinSIOp::create(
-      b, loc, keyTile, arith::SubIOp::create(b, loc, keys, s0));
+  Value cols = arith::MinSIOp::create(b, loc, keyTile,
+                                      arith::SubIOp::create(b, loc, keys, s0));
   Value kTile = tileOf(b, loc, k, batch, head, s0, cols);
   Value vTile = tileOf(b, loc, v, batch, head, s0, cols);
   Value dkTile0 = filledTensor(b, loc, tileType(k), {cols, headDim},
@@ -492,13 +486,13 @@ void TiledSdpaGrad::buildKeyTileGrads(OpBuilder &b, Location loc, Value batch,
       [&](OpBuilder &b, Location loc, Value t0, ValueRange state) {
         Value rows = arith::MinSIOp::create(
             b, loc, queryTile, arith::SubIOp::create(b, loc, queries, t0));
-        buildBlockGrads(b, loc, {batch, head, t0, rows, s0, cols}, kTile,
-                        vTile, stats, state);
+        buildBlockGrads(b, loc, {batch, head, t0, rows, s0, cols}, kTile, vTile,
+                        stats, state);
       });
-  Value dkAll = insertTile(b, loc, queryLoop.getResult(0), acc[1], batch,
-                           head, s0, cols);
-  Value dvAll = insertTile(b, loc, queryLoop.getResult(1), acc[2], batch,
-                           head, s0, cols);
+  Value dkAll =
+      insertTile(b, loc, queryLoop.getResult(0), acc[1], batch, head, s0, cols);
+  Value dvAll =
+      insertTile(b, loc, queryLoop.getResult(1), acc[2], batch, head, s0, cols);
   scf::YieldOp::create(b, loc,
                        ValueRange{queryLoop.getResult(2), dkAll, dvAll});
 }
@@ -547,8 +541,8 @@ Value TiledSdpaGrad::recomputeProbabilities(OpBuilder &b, Location loc,
       b, loc, element, {block.rows, block.cols}, ValueRange{scores, lseTile},
       {id2(), rowMap()}, [&](OpBuilder &nb, Location l, ValueRange a) {
         Value s = arith::MulFOp::create(nb, l, a[0], scale);
-        Value e = math::ExpOp::create(nb, l,
-                                      arith::SubFOp::create(nb, l, s, a[1]));
+        Value e =
+            math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, s, a[1]));
         return arith::SelectOp::create(nb, l, hiddenAt(nb, l, block), zeroF, e)
             .getResult();
       });
@@ -568,15 +562,15 @@ Value TiledSdpaGrad::scoreGradient(OpBuilder &b, Location loc,
     dpKept = applyAttentionDropout(b, loc, dpDropped, dropoutBase, rate,
                                    block.batch, block.head, heads, queries,
                                    keys, block.t0, block.s0);
-  return blockwise(
-      b, loc, element, {block.rows, block.cols},
-      ValueRange{p, dpKept, deltaTile}, {id2(), id2(), rowMap()},
-      [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value diff = arith::SubFOp::create(nb, l, a[1], a[2]);
-        return arith::MulFOp::create(
-                   nb, l, arith::MulFOp::create(nb, l, a[0], diff), scale)
-            .getResult();
-      });
+  return blockwise(b, loc, element, {block.rows, block.cols},
+                   ValueRange{p, dpKept, deltaTile}, {id2(), id2(), rowMap()},
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     Value diff = arith::SubFOp::create(nb, l, a[1], a[2]);
+                     return arith::MulFOp::create(
+                                nb, l, arith::MulFOp::create(nb, l, a[0], diff),
+                                scale)
+                         .getResult();
+                   });
 }
 
 struct SdpaGradLowering : OpConversionPattern<SdpaGradOp> {
