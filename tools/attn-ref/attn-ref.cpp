@@ -12,6 +12,7 @@
 #include "attn/Reference/TensorIO.h"
 
 #include "attn/Dialect/IR/AttnOps.h"
+#include "attn/abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -194,34 +195,54 @@ void printTensor(llvm::raw_ostream &os, const Tensor &tensor) {
 /// The hyperparameter vector of --hyper (abi.h's attn_hyper_index order):
 /// the attn.train defaults overridden by KEY=VALUE pairs.
 FailureOr<Tensor> hyperVector(ModuleOp module, llvm::StringRef spec) {
-  static constexpr llvm::StringLiteral keys[] = {
-      "lr", "beta1", "beta2", "eps", "weight_decay", "clip_norm", "step"};
+  // Those of the optimizer are its argument names in attn.train.
+  struct HyperKey {
+    llvm::StringLiteral name;
+    attn_hyper_index slot;
+  };
+  static constexpr HyperKey keys[] = {
+      {"lr", ATTN_HYPER_LR},
+      {"beta1", ATTN_HYPER_BETA1},
+      {"beta2", ATTN_HYPER_BETA2},
+      {"eps", ATTN_HYPER_EPS},
+      {"weight_decay", ATTN_HYPER_WEIGHT_DECAY},
+      {"clip_norm", ATTN_HYPER_CLIP_NORM},
+      {"step", ATTN_HYPER_STEP}};
+  static_assert(std::size(keys) == ATTN_HYPER_COUNT, "a key for every slot");
   // torch.optim.Adam's defaults where the train section names nothing.
-  double values[] = {1e-3, 0.9, 0.999, 1e-8, 0.0, 0.0, 1.0};
+  double values[ATTN_HYPER_COUNT] = {};
+  values[ATTN_HYPER_LR] = 1e-3;
+  values[ATTN_HYPER_BETA1] = 0.9;
+  values[ATTN_HYPER_BETA2] = 0.999;
+  values[ATTN_HYPER_EPS] = 1e-8;
+  values[ATTN_HYPER_STEP] = 1.0;
   for (attn::TrainOp train : module.getOps<attn::TrainOp>()) {
-    for (auto [index, key] : llvm::enumerate(keys))
-      if (auto attr = train.getOptimizerArgs().getAs<FloatAttr>(key))
-        values[index] = attr.getValueAsDouble();
-    values[5] = train.getClipNorm().convertToDouble();
+    for (const HyperKey &key : keys)
+      if (auto attr = train.getOptimizerArgs().getAs<FloatAttr>(key.name))
+        values[key.slot] = attr.getValueAsDouble();
+    values[ATTN_HYPER_CLIP_NORM] = train.getClipNorm().convertToDouble();
   }
   llvm::SmallVector<llvm::StringRef> pairs;
   spec.split(pairs, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef pair : pairs) {
-    auto [key, text] = pair.split('=');
-    const auto *it = llvm::find(keys, key.trim());
+    auto [name, text] = pair.split('=');
+    llvm::StringRef wanted = name.trim();
+    const HyperKey *key = llvm::find_if(
+        keys, [&](const HyperKey &k) { return k.name == wanted; });
     double value;
-    if (it == std::end(keys) || text.trim().getAsDouble(value)) {
+    if (key == std::end(keys) || text.trim().getAsDouble(value)) {
       std::string names;
       llvm::raw_string_ostream os(names);
-      llvm::interleaveComma(keys, os);
+      llvm::interleaveComma(keys, os,
+                            [&](const HyperKey &k) { os << k.name; });
       fail("--hyper: expected KEY=NUMBER with KEY one of " + names +
                "; got '" + pair + "'",
            kExitUsage);
       return failure();
     }
-    values[it - std::begin(keys)] = value;
+    values[key->slot] = value;
   }
-  Tensor vector(DType::F32, {static_cast<int64_t>(std::size(keys))});
+  Tensor vector(DType::F32, {static_cast<int64_t>(ATTN_HYPER_COUNT)});
   for (auto [index, value] : llvm::enumerate(values))
     vector[index] = convertTo(DType::F32, value);
   return vector;
