@@ -340,7 +340,7 @@ int attn_cmd_forward(cli *c) {
     return usage_error(c, "missing -w WEIGHTS.safetensors");
   if (!c->out)
     return usage_error(c, "missing -o OUT.npy");
-  const char *fn = c->fn ? c->fn : "forward";
+  const char *fn = c->fn ? c->fn : ATTN_ENTRY_FORWARD;
   const attn_entry_info *e = find_entry_or_fail(m, fn);
   if (!e)
     return EXIT_INPUT;

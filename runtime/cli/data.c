@@ -330,7 +330,7 @@ static int64_t target_limit(const attn_model_info *m,
                             const attn_tensor_info *t) {
   if (t->id_limit > 0)
     return t->id_limit;
-  const attn_entry_info *f = attn_find_entry(m, "forward");
+  const attn_entry_info *f = attn_find_entry(m, ATTN_ENTRY_FORWARD);
   if (f && f->num_results == 1 && f->results[0].rank >= 1 &&
       f->results[0].shape[f->results[0].rank - 1] > 0)
     return f->results[0].shape[f->results[0].rank - 1];

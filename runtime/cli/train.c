@@ -214,7 +214,7 @@ int attn_cmd_grad(cli *c) {
     return usage_error(c, "missing -o GRADS.safetensors");
   const char *fn = c->fn ? c->fn : default_loss_fn(m);
   char name[256];
-  snprintf(name, sizeof name, "%s_grad", fn);
+  snprintf(name, sizeof name, "%s" ATTN_ENTRY_GRAD_SUFFIX, fn);
   const attn_entry_info *e = need_entry(m, name);
   if (!e)
     return EXIT_INPUT;
@@ -742,7 +742,7 @@ static int find_train_entries(train_run *r) {
     return input_errorf("model '%s' has no train { } section, so it cannot "
                         "be trained",
                         m->name);
-  r->step_e = need_entry(m, "train_step");
+  r->step_e = need_entry(m, ATTN_ENTRY_TRAIN_STEP);
   if (!r->step_e)
     return EXIT_INPUT;
   if (!has_arg(r->step_e, ATTN_ARG_FIRST_MOMENT) ||

@@ -82,8 +82,8 @@ static attn_status generate_incremental(attn_ctx *ctx, const int32_t *prompt,
                                         int32_t *new_ids,
                                         int64_t *num_generated) {
   const attn_model_info *m = ctx->model;
-  const attn_entry_info *prefill = attn_find_entry(m, "prefill");
-  if (!prefill || !attn_find_entry(m, "decode_step") ||
+  const attn_entry_info *prefill = attn_find_entry(m, ATTN_ENTRY_PREFILL);
+  if (!prefill || !attn_find_entry(m, ATTN_ENTRY_DECODE_STEP) ||
       m->kv_cache_floats_per_position <= 0 ||
       (opts->context > 0 && prompt_len + num_new > opts->context))
     return ATTN_ERR_UNSUPPORTED;
@@ -117,12 +117,13 @@ static attn_status generate_incremental(attn_ctx *ctx, const int32_t *prompt,
   if (st)
     return st;
   int32_t token;
-  if ((st = step(ctx, "prefill", prompt, prompt_len, sampler, &token)))
+  if ((st = step(ctx, ATTN_ENTRY_PREFILL, prompt, prompt_len, sampler, &token)))
     return st;
   for (int64_t i = 0; i < num_new; ++i) {
     if (record(opts, token, i, num_new, new_ids, num_generated))
       break;
-    if ((st = step(ctx, "decode_step", &new_ids[i], 1, sampler, &token)))
+    if ((st = step(ctx, ATTN_ENTRY_DECODE_STEP, &new_ids[i], 1, sampler,
+                   &token)))
       return st;
   }
   return ATTN_OK;
@@ -155,7 +156,7 @@ static attn_status generate_full(attn_ctx *ctx, const int32_t *prompt,
                                  attn_sampler *sampler, int32_t *new_ids,
                                  int64_t *num_generated) {
   const attn_model_info *m = ctx->model;
-  const attn_entry_info *e = attn_find_entry(m, "forward");
+  const attn_entry_info *e = attn_find_entry(m, ATTN_ENTRY_FORWARD);
   if (!e)
     return attn_fail(ATTN_ERR_NOT_FOUND,
                      "generate needs a 'forward' entry point; model '%s' has "
@@ -187,7 +188,7 @@ static attn_status generate_full(attn_ctx *ctx, const int32_t *prompt,
     attn_tensor tokens, logits;
     attn_tensor_view(&tokens, ATTN_I32, 2, dims, ids + start);
     const attn_tensor *in[1] = {&tokens};
-    st = attn_run(ctx, "forward", in, 1, &logits, 1);
+    st = attn_run(ctx, ATTN_ENTRY_FORWARD, in, 1, &logits, 1);
     if (st)
       break;
     int64_t v = logits.dims[2];
@@ -218,7 +219,8 @@ static attn_status generate_full(attn_ctx *ctx, const int32_t *prompt,
 /*===- Encoder-decoder models ---------------------------------------------===*/
 
 int attn_model_is_encoder_decoder(const attn_model_info *model) {
-  return attn_find_entry(model, "encode") && attn_find_entry(model, "decode");
+  return attn_find_entry(model, ATTN_ENTRY_ENCODE) &&
+         attn_find_entry(model, ATTN_ENTRY_DECODE);
 }
 
 /* The inputs of an encoder-decoder's decode (or decode_prefill): the target
@@ -269,10 +271,11 @@ static attn_status generate_encoder_decoder(attn_ctx *ctx,
                                             int32_t *new_ids,
                                             int64_t *num_generated) {
   const attn_model_info *m = ctx->model;
-  const attn_entry_info *encode = attn_find_entry(m, "encode");
-  const attn_entry_info *decode = attn_find_entry(m, "decode");
-  const attn_entry_info *prefill = attn_find_entry(m, "decode_prefill");
-  int incremental = prefill && attn_find_entry(m, "decode_step") &&
+  const attn_entry_info *encode = attn_find_entry(m, ATTN_ENTRY_ENCODE);
+  const attn_entry_info *decode = attn_find_entry(m, ATTN_ENTRY_DECODE);
+  const attn_entry_info *prefill =
+      attn_find_entry(m, ATTN_ENTRY_DECODE_PREFILL);
+  int incremental = prefill && attn_find_entry(m, ATTN_ENTRY_DECODE_STEP) &&
                     m->kv_cache_floats_per_position > 0;
   const attn_entry_info *first = incremental ? prefill : decode;
   const attn_tensor_info *src_info = NULL;
@@ -324,7 +327,7 @@ static attn_status generate_encoder_decoder(attn_ctx *ctx,
   attn_tensor src, memory, tgt = {0};
   attn_tensor_view(&src, ATTN_I32, 2, src_dims, (void *)(uintptr_t)prompt);
   const attn_tensor *encode_in[1] = {&src};
-  attn_status st = attn_run(ctx, "encode", encode_in, 1, &memory, 1);
+  attn_status st = attn_run(ctx, ATTN_ENTRY_ENCODE, encode_in, 1, &memory, 1);
   if (st)
     return st;
   int32_t *ids = malloc(sizeof *ids * (size_t)(num_new + 1));
@@ -342,12 +345,14 @@ static attn_status generate_encoder_decoder(attn_ctx *ctx,
     attn_tensor_view(&tgt, ATTN_I32, 2, dims, ids);
     if (!(st = bind_decoder_inputs(m, prefill, &tgt, &memory, &src, in, &n)) &&
         !(st = attn_kv_cache_reset(ctx, 1, capacity)) &&
-        !(st = sample_from(ctx, "decode_prefill", in, n, 0, sampler, &token)))
+        !(st = sample_from(ctx, ATTN_ENTRY_DECODE_PREFILL, in, n, 0, sampler,
+                           &token)))
       for (int64_t i = 0; i < num_new; ++i) {
         ids[i + 1] = token;
         if (record(opts, token, i, num_new, new_ids, num_generated))
           break;
-        if ((st = step(ctx, "decode_step", &ids[i + 1], 1, sampler, &token)))
+        if ((st = step(ctx, ATTN_ENTRY_DECODE_STEP, &ids[i + 1], 1, sampler,
+                       &token)))
           break;
       }
   } else {
@@ -355,7 +360,8 @@ static attn_status generate_encoder_decoder(attn_ctx *ctx,
     for (int64_t i = 0; !st && i < num_new; ++i) {
       int64_t dims[2] = {1, i + 1};
       attn_tensor_view(&tgt, ATTN_I32, 2, dims, ids);
-      if ((st = sample_from(ctx, "decode", in, n, i + 1, sampler, &token)))
+      if ((st = sample_from(ctx, ATTN_ENTRY_DECODE, in, n, i + 1, sampler,
+                            &token)))
         break;
       ids[i + 1] = token;
       if (record(opts, token, i, num_new, new_ids, num_generated))

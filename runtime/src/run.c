@@ -412,8 +412,8 @@ static attn_status check_kv_cache(attn_ctx *ctx, const attn_entry_info *e,
                          dim_name(in, d)[0] ? " " : "", dim_name(in, d),
                          (long long)ctx->kv_state[1]);
   }
-  if (strcmp(e->name, "decode_step") == 0 && ctx->kv_state[2] == 0 &&
-      attn_find_entry(ctx->model, "decode_prefill"))
+  if (strcmp(e->name, ATTN_ENTRY_DECODE_STEP) == 0 && ctx->kv_state[2] == 0 &&
+      attn_find_entry(ctx->model, ATTN_ENTRY_DECODE_PREFILL))
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                      "decode_step: the key/value cache holds no memory; run "
                      "decode_prefill on the encoder's output first");

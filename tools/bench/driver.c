@@ -120,7 +120,7 @@ static double run_forward(attn_ctx *ctx, int64_t b, int64_t t,
   memset(&result, 0, sizeof result);
   const attn_tensor *in[] = {&tokens};
   double t0 = now();
-  attn_status st = attn_run(ctx, "forward", in, 1, &result, 1);
+  attn_status st = attn_run(ctx, ATTN_ENTRY_FORWARD, in, 1, &result, 1);
   double t1 = now();
   free(ids);
   if (st != ATTN_OK)
@@ -460,7 +460,7 @@ static int serve(attn_ctx *ctx) {
         seen |= warm_b[i] == a && warm_t[i] == b;
       if (!seen) {
         if (run_forward(ctx, a, b, NULL) < 0)
-          return fail("forward");
+          return fail(ATTN_ENTRY_FORWARD);
         if (warmed < 64) {
           warm_b[warmed] = a;
           warm_t[warmed++] = b;
@@ -469,7 +469,7 @@ static int serve(attn_ctx *ctx) {
       for (long long r = 0; r < c; ++r) {
         double s = run_forward(ctx, a, b, NULL);
         if (s < 0)
-          return fail("forward");
+          return fail(ATTN_ENTRY_FORWARD);
         printf("seconds %.6f\n", s);
       }
     } else if (sscanf(line, "train %lld %lld %lld", &a, &b, &c) == 3) {
@@ -479,17 +479,19 @@ static int serve(attn_ctx *ctx) {
       }
       float loss, norm;
       if (a != train_b || b != train_t) {
-        if (run_loss_entry(ctx, "train_step", a, b, ++step, &loss, &norm) < 0)
-          return fail("train_step");
+        if (run_loss_entry(ctx, ATTN_ENTRY_TRAIN_STEP, a, b, ++step, &loss,
+                           &norm) < 0)
+          return fail(ATTN_ENTRY_TRAIN_STEP);
         printf("warm-up step %lld loss %.6f norm %.6f\n", (long long)step, loss,
                norm);
         train_b = a;
         train_t = b;
       }
       for (long long r = 0; r < c; ++r) {
-        double s = run_loss_entry(ctx, "train_step", a, b, ++step, &loss, &norm);
+        double s = run_loss_entry(ctx, ATTN_ENTRY_TRAIN_STEP, a, b, ++step,
+                                  &loss, &norm);
         if (s < 0)
-          return fail("train_step");
+          return fail(ATTN_ENTRY_TRAIN_STEP);
         printf("seconds %.6f loss %.6f norm %.6f\n", s, loss, norm);
       }
     } else if (sscanf(line, "loss %lld %lld", &a, &b) == 2) {
@@ -546,7 +548,7 @@ int main(int argc, char **argv) {
     if (!ctx)
       return fail(argv[2]);
     if (run_forward(ctx, atoll(argv[3]), atoll(argv[4]), argv[6]) < 0)
-      return fail("forward");
+      return fail(ATTN_ENTRY_FORWARD);
     attn_ctx_destroy(ctx);
     return 0;
   }
