@@ -11,11 +11,11 @@
 #ifndef ATTN_INITALL_H
 #define ATTN_INITALL_H
 
+#include "attn/Codegen/Passes.h"
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/IR/AttnDialect.h"
 #include "attn/Dialect/Transforms/Passes.h"
 #include "attn/Pipeline/Pipeline.h"
-#include "attn/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"

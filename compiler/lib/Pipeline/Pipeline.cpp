@@ -10,9 +10,9 @@
 
 #include "attn/Target/CudaTarget.h"
 
+#include "attn/Codegen/Passes.h"
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Transforms/Passes.h"
-#include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -84,8 +84,9 @@ bool isStageImplemented(Stage stage) { return stage <= Stage::Asm; }
 /// attn lowered to linalg on tensors, bufferised (results allocated,
 /// temporaries freed after their last use). The GPU target marks the
 /// arguments passed in host memory and lowers attention over its whole
-/// score matrix.
-static void addLinalgOnBuffers(OpPassManager &pm, bool gpu) {
+/// score matrix; the CPU target's attention tiles are its cost model's.
+static void addLinalgOnBuffers(OpPassManager &pm, bool gpu,
+                               const CpuCostModel *cpu = nullptr) {
   pm.addPass(createAttnBindParams());
   pm.addPass(createAttnBindKVCache());
   AttnFinalizeEntryPointsOptions finalize;
@@ -96,12 +97,16 @@ static void addLinalgOnBuffers(OpPassManager &pm, bool gpu) {
   pm.addPass(createSymbolDCEPass());
   ConvertAttnToLinalgOptions toLinalg;
   toLinalg.materializeAttention = gpu;
+  if (cpu) {
+    toLinalg.queryTile = cpu->attentionQueryTile;
+    toLinalg.keyTile = cpu->attentionKeyTile;
+  }
   pm.addPass(createConvertAttnToLinalg(toLinalg));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Chains of element-wise generics (a linear's epilogue and the residual
   // add, layer norm's centring and squaring) become one generic each.
-  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(createAttnFuseElementwise());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Values stored into parameter buffers (train_step's weights and moments,
@@ -117,39 +122,49 @@ static void addLinalgOnBuffers(OpPassManager &pm, bool gpu) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // train_step's call of <loss>_grad, on buffers now (attn-bind-params took
   // it out): its results are owned like any call's.
-  pm.addPass(createComposeEntryCallsPass());
+  pm.addPass(createAttnComposeEntryCalls());
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 }
 
 /// attn-opt to loops for the CPU: linalg on buffers (results allocated with
 /// malloc), then register-tiled, vectorised loops on the thread pool.
-static void buildLoopsPipeline(OpPassManager &pm,
-                               const VectorTarget &target) {
-  addLinalgOnBuffers(pm, /*gpu=*/false);
+static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
+  // The passes that consume the cost model derive it from the target again.
+  const VectorTarget &target = model.target;
+  addLinalgOnBuffers(pm, /*gpu=*/false, &model);
   // Matrix products next to their zero fill and epilogue, before the
   // temporaries are planned (the fused kernel reads A and B while it writes
   // the epilogue's output, so they must not share memory).
-  pm.addNestedPass<func::FuncOp>(createGroupMatmulEpiloguesPass());
-  pm.addNestedPass<func::FuncOp>(createReuseBuffersPass());
-  pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
+  pm.addNestedPass<func::FuncOp>(createAttnGroupMatmulEpilogues());
+  pm.addNestedPass<func::FuncOp>(createAttnReuseBuffers());
+  pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
   // Code generation on buffers: matrix products as packed, register-tiled
   // vector loops; every other linalg op tiled along its innermost loop and
   // vectorised; what is left becomes scalar loops.
-  pm.addPass(createMatmulToVectorPass(target));
-  pm.addNestedPass<func::FuncOp>(createVectorizeLinalgPass(target));
+  AttnMatmulToVectorOptions matmul;
+  matmul.lanes = target.lanes;
+  matmul.registers = target.registers;
+  pm.addPass(createAttnMatmulToVector(matmul));
+  AttnVectorizeLinalgOptions vectorize;
+  vectorize.lanes = target.lanes;
+  vectorize.registers = target.registers;
+  pm.addNestedPass<func::FuncOp>(createAttnVectorizeLinalg(vectorize));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Polynomial exp/tanh/erf, then the vector ops down to 1-D.
-  pm.addNestedPass<func::FuncOp>(createMathApproximationPass());
+  pm.addNestedPass<func::FuncOp>(createAttnMathApproximation());
   pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMaskPass());
-  pm.addNestedPass<func::FuncOp>(createLowerVectorPass());
+  pm.addNestedPass<func::FuncOp>(createAttnLowerVector());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Independent outer loops (attention's batch x heads, element-wise rows)
   // on the context's thread pool.
-  pm.addPass(createParallelizeLoopsPass());
+  AttnParallelizeLoopsOptions parallelize;
+  parallelize.lanes = target.lanes;
+  parallelize.registers = target.registers;
+  pm.addPass(createAttnParallelizeLoops(parallelize));
 }
 
 /// attn-opt to loops for the GPU: as on the CPU up to the arena plan, with
@@ -159,14 +174,14 @@ static void buildLoopsPipeline(OpPassManager &pm,
 /// end of each function).
 static void buildGpuLoopsPipeline(OpPassManager &pm) {
   addLinalgOnBuffers(pm, /*gpu=*/true);
-  pm.addNestedPass<func::FuncOp>(createReuseBuffersPass());
-  pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
+  pm.addNestedPass<func::FuncOp>(createAttnReuseBuffers());
+  pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Polynomial exp/tanh/erf/log in the kernels: no libdevice is needed.
-  pm.addNestedPass<func::FuncOp>(createMathApproximationPass());
-  pm.addNestedPass<func::FuncOp>(createGpuMapLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createAttnMathApproximation());
+  pm.addNestedPass<func::FuncOp>(createAttnGpuMapLoops());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
@@ -177,7 +192,7 @@ static void buildGpuLoopsPipeline(OpPassManager &pm) {
 /// functions libattnrt implements over the driver.
 static void buildGpuLLVMPipeline(OpPassManager &pm, llvm::StringRef chip) {
   pm.addPass(createSCFToControlFlowPass());
-  pm.addNestedPass<func::FuncOp>(createLowerDynamicReshapesPass());
+  pm.addNestedPass<func::FuncOp>(createAttnLowerDynamicReshapes());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   GpuNVVMAttachTargetOptions nvvm;
@@ -212,7 +227,7 @@ static void buildLLVMPipeline(OpPassManager &pm) {
   functions.addPass(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll()));
   functions.addPass(createSCFToControlFlowPass());
-  functions.addPass(createLowerDynamicReshapesPass());
+  functions.addPass(createAttnLowerDynamicReshapes());
   functions.addPass(memref::createExpandStridedMetadataPass());
   functions.addPass(createLowerAffinePass());
   // Reductions reassociate (a tree of vector adds, not a serial chain).
@@ -281,7 +296,7 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
     if (chip)
       buildGpuLoopsPipeline(pm);
     else
-      buildLoopsPipeline(pm, vectorTargetFor(options.target));
+      buildLoopsPipeline(pm, CpuCostModel::forTarget(options.target));
   }
   if (runs(Stage::LLVMMLIR)) {
     if (chip)
@@ -316,7 +331,7 @@ void registerAttnPipelines() {
       "attn-opt-to-loops",
       "Runs the attnc pipeline from the attn-opt stage to the loops stage",
       [](OpPassManager &pm) {
-        buildLoopsPipeline(pm, vectorTargetFor("host"));
+        buildLoopsPipeline(pm, CpuCostModel::forTarget("host"));
       });
   PassPipelineRegistration<>(
       "attn-opt-to-gpu-loops",

@@ -28,7 +28,7 @@
 
 #include "BufferUses.h"
 #include "MatmulMatch.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -37,6 +37,9 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNGROUPMATMULEPILOGUES
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 /// Whether `op` reads or writes through its buffer operand rather than
@@ -59,16 +62,9 @@ bool writesNothing(Operation *op) {
 }
 
 struct GroupMatmulEpiloguesPass
-    : PassWrapper<GroupMatmulEpiloguesPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GroupMatmulEpiloguesPass)
+    : impl::AttnGroupMatmulEpiloguesBase<GroupMatmulEpiloguesPass> {
+  using Base::Base;
 
-  StringRef getArgument() const override {
-    return "attn-group-matmul-epilogues";
-  }
-  StringRef getDescription() const override {
-    return "Moves matrix products next to their zero fill and element-wise "
-           "epilogue, and marks the epilogues attn-matmul-to-vector fuses";
-  }
 
   void runOnOperation() override {
     getOperation().walk(
@@ -186,13 +182,5 @@ struct GroupMatmulEpiloguesPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createGroupMatmulEpiloguesPass() {
-  return std::make_unique<GroupMatmulEpiloguesPass>();
-}
-
-void registerGroupMatmulEpiloguesPass() {
-  PassRegistration<GroupMatmulEpiloguesPass>();
-}
 
 } // namespace attn

@@ -21,11 +21,12 @@
 // int64_t begin, int64_t end)` running iterations [begin, end); the values
 // it uses from above (buffer descriptors, indices, scalars) are stored in a
 // stack struct whose address is `arg`; constants are rematerialised. The
-// call is `attn_parallel_for_sized(n, work, min_work, task, arg)`: the
-// runtime uses the pool from 2 iterations when the buffers the loop writes
-// hold `min_work` elements, 2^16 for a loop of vector rows, 2^12 for
-// iterations with loops of dynamic trip count or calls of their own (as
-// attention's heads), and calls the task on [0, n) itself otherwise.
+// call is `attn_parallel_for_sized(n, work, min_work, task, arg)`
+// (ThreadPoolCall.h): the runtime uses the pool from 2 iterations when the
+// buffers the loop writes hold `min_work` elements, the cost model's
+// minimum for a loop of vector rows or, lower, for iterations with loops of
+// dynamic trip count or calls of their own (as attention's heads), and
+// calls the task on [0, n) itself otherwise.
 //
 // A task whose body equals an earlier task's (the same loop of another
 // layer or entry point, on other buffers) is not kept: the call uses the
@@ -33,7 +34,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Transforms/Passes.h"
+#include "ThreadPoolCall.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,6 +54,9 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNPARALLELIZELOOPS
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 /// The buffer a view is of, and the subviews on the way.
@@ -187,39 +192,97 @@ bool independent(ArrayRef<scf::ForOp> nest, ModuleOp module,
   return true;
 }
 
-/// How a value from above travels through the task's argument struct.
-Type fieldType(Type type) {
-  MLIRContext *context = type.getContext();
-  if (auto memref = dyn_cast<MemRefType>(type)) {
-    Type ptr = LLVM::LLVMPointerType::get(context);
-    Type i64 = IntegerType::get(context, 64);
-    if (memref.getRank() == 0)
-      return LLVM::LLVMStructType::getLiteral(context, {ptr, ptr, i64});
-    Type dims = LLVM::LLVMArrayType::get(i64, memref.getRank());
-    return LLVM::LLVMStructType::getLiteral(context,
-                                            {ptr, ptr, i64, dims, dims});
+/// ceil((ub - lb) / step) of `loop`, its bounds looked up in `map`.
+Value tripCount(ImplicitLocOpBuilder &b, scf::ForOp loop, IRMapping &map) {
+  Value lb = map.lookupOrDefault(loop.getLowerBound());
+  Value ub = map.lookupOrDefault(loop.getUpperBound());
+  Value step = map.lookupOrDefault(loop.getStep());
+  Value span = arith::SubIOp::create(b, ub, lb);
+  Value up = arith::AddIOp::create(
+      b, span,
+      arith::SubIOp::create(b, step, arith::ConstantIndexOp::create(b, 1)));
+  return arith::DivUIOp::create(b, up, step);
+}
+
+/// What a task needs from above its loop nest: constants, which it
+/// rematerialises, and the values it reads from its argument object.
+struct Captures {
+  SmallVector<Value> captured, constants;
+  /// The argument object: one field per captured value (one i64 when
+  /// there is none).
+  Type argsType;
+};
+
+/// The values from above `nest` (its loops' bounds and what the body
+/// uses); none when one has a type the argument object cannot carry.
+std::optional<Captures> captureValues(ArrayRef<scf::ForOp> nest) {
+  scf::ForOp outer = nest.front();
+  SetVector<Value> above;
+  for (scf::ForOp loop : nest)
+    for (Value v : {loop.getLowerBound(), loop.getUpperBound(),
+                    loop.getStep()})
+      if (!outer.getRegion().isAncestor(v.getParentRegion()))
+        above.insert(v);
+  getUsedValuesDefinedAbove(outer.getRegion(), above);
+  Captures captures;
+  SmallVector<Type> fields;
+  for (Value v : above) {
+    Operation *def = v.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>() &&
+        def->getNumOperands() == 0) {
+      captures.constants.push_back(v);
+      continue;
+    }
+    Type field = taskFieldType(v.getType());
+    if (!field)
+      return std::nullopt;
+    captures.captured.push_back(v);
+    fields.push_back(field);
   }
-  if (type.isIndex())
-    return IntegerType::get(context, 64);
-  if (type.isIntOrFloat())
-    return type;
-  return nullptr;
+  MLIRContext *context = outer.getContext();
+  Type i64 = IntegerType::get(context, 64);
+  captures.argsType = LLVM::LLVMStructType::getLiteral(
+      context, fields.empty() ? SmallVector<Type>{i64} : fields);
+  return captures;
+}
+
+/// Whether an iteration of `loop` holds loops of dynamic trip count or
+/// calls (attention: a head's output tile is computed from all its keys),
+/// rather than a row of vector code.
+bool hasHeavyIterations(scf::ForOp loop) {
+  bool heavy = false;
+  loop.getBody()->walk([&](Operation *op) {
+    auto inner = dyn_cast<scf::ForOp>(op);
+    if (isa<func::CallOp>(op) ||
+        (inner && !(getConstantIntValue(inner.getLowerBound()) &&
+                    getConstantIntValue(inner.getUpperBound()))))
+      heavy = true;
+  });
+  return heavy;
+}
+
+/// The elements of the buffers `written` hold (an index), summed at `b`.
+Value countElements(ImplicitLocOpBuilder &b, const SetVector<Value> &written) {
+  Value elements = arith::ConstantIndexOp::create(b, 0);
+  for (Value root : written) {
+    auto type = dyn_cast<MemRefType>(root.getType());
+    if (!type)
+      continue;
+    Value size = arith::ConstantIndexOp::create(b, 1);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      size = arith::MulIOp::create(
+          b, size,
+          type.isDynamicDim(d)
+              ? Value(memref::DimOp::create(b, root, d))
+              : Value(arith::ConstantIndexOp::create(b, type.getDimSize(d))));
+    elements = arith::AddIOp::create(b, elements, size);
+  }
+  return elements;
 }
 
 struct ParallelizeLoopsPass
-    : PassWrapper<ParallelizeLoopsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ParallelizeLoopsPass)
-
-  StringRef getArgument() const override { return "attn-parallelize-loops"; }
-  StringRef getDescription() const override {
-    return "Runs independent outermost scf.for loops on the runtime's thread "
-           "pool (attn_parallel_for)";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, func::FuncDialect,
-                    LLVM::LLVMDialect, memref::MemRefDialect,
-                    scf::SCFDialect>();
-  }
+    : impl::AttnParallelizeLoopsBase<ParallelizeLoopsPass> {
+  using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -258,8 +321,8 @@ struct ParallelizeLoopsPass
         outline(module, func, nest, written, parallel, counter++);
       }
       // What is left of an entry point is glue (allocations, descriptors,
-      // calls): LLVM need not optimise it, which saves a third of a large
-      // model's compile time.
+      // calls): LLVM need not optimise it, and a large model's compile time
+      // is mostly LLVM's.
       bool glue = true;
       func.walk([&](Operation *op) {
         if (isa<LoopLikeOpInterface>(op))
@@ -280,9 +343,8 @@ struct ParallelizeLoopsPass
 
   /// An earlier task with the same body as `task` (which is then erased),
   /// else `task`. The layers of a model repeat the same loops on other
-  /// buffers, and the buffers travel in the argument struct: gpt2_small's
-  /// entry points outline 2187 loops with 437 different bodies, so most
-  /// tasks are compiled once instead of once per layer and entry point.
+  /// buffers, and the buffers travel in the argument struct, so most tasks
+  /// are compiled once instead of once per layer and entry point.
   func::FuncOp deduplicate(func::FuncOp task) {
     llvm::hash_code hash = hash_value(Type(task.getFunctionType()));
     task.getBody().walk([&](Operation *op) {
@@ -305,100 +367,31 @@ struct ParallelizeLoopsPass
     return task;
   }
 
-  /// `attn_parallel_for_sized(n, work, min_work, fn, arg)`, declared once.
-  func::FuncOp parallelFor(ModuleOp module, FunctionType taskType) {
-    StringRef name = "attn_parallel_for_sized";
-    if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-      return existing;
-    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-    Type ptr = LLVM::LLVMPointerType::get(module.getContext());
-    Type i64 = mb.getI64Type();
-    auto func = func::FuncOp::create(
-        mb, module.getLoc(), name,
-        mb.getFunctionType({i64, i64, i64, taskType, ptr}, {}));
-    func.setPrivate();
-    return func;
-  }
-
-  /// Outlines `nest` into a task; calls it through the pool when
-  /// `parallel` (and the loop is large enough), directly otherwise.
-  void outline(ModuleOp module, func::FuncOp parent,
-               SmallVector<scf::ForOp> nest, const SetVector<Value> &written,
-               bool parallel, unsigned index) {
+  /// The task running iterations [begin, end) of `nest` (flattened), its
+  /// values from above read from the argument object: an earlier task
+  /// with the same body, or a new one named after `parent`.
+  func::FuncOp buildTask(ModuleOp module, func::FuncOp parent,
+                         ArrayRef<scf::ForOp> nest, const Captures &captures,
+                         unsigned index) {
     MLIRContext *context = module.getContext();
-    scf::ForOp outer = nest.front();
+    scf::ForOp outer = nest.front(), innermost = nest.back();
     Location loc = outer.getLoc();
-
-    // Values from above: the loops' bounds and what the body uses.
-    SetVector<Value> above;
-    for (scf::ForOp loop : nest)
-      for (Value v : {loop.getLowerBound(), loop.getUpperBound(),
-                      loop.getStep()})
-        if (!outer.getRegion().isAncestor(v.getParentRegion()))
-          above.insert(v);
-    getUsedValuesDefinedAbove(outer.getRegion(), above);
-    SmallVector<Value> captured, constants;
-    SmallVector<Type> fields;
-    for (Value v : above) {
-      Operation *def = v.getDefiningOp();
-      if (def && def->hasTrait<OpTrait::ConstantLike>() &&
-          def->getNumOperands() == 0) {
-        constants.push_back(v);
-        continue;
-      }
-      Type field = fieldType(v.getType());
-      if (!field)
-        return; // something the struct cannot carry: leave the loop serial
-      captured.push_back(v);
-      fields.push_back(field);
-    }
-    Type ptr = LLVM::LLVMPointerType::get(context);
-    Type i64 = IntegerType::get(context, 64);
-    auto structType = LLVM::LLVMStructType::getLiteral(
-        context, fields.empty() ? SmallVector<Type>{i64} : fields);
-
-    // The task: void task(void *arg, int64_t begin, int64_t end).
-    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
     std::string name =
         (parent.getName() + "_par" + llvm::Twine(index)).str();
-    auto task = func::FuncOp::create(mb, loc, name,
-                                     mb.getFunctionType({ptr, i64, i64}, {}));
-    task.setPrivate();
-    task->setAttr("llvm.linkage",
-                  LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
-    Block *entry = task.addEntryBlock();
+    func::FuncOp task = createTaskFunction(module, loc, name);
+    Block *entry = &task.getBody().front();
     ImplicitLocOpBuilder b(loc, context);
     b.setInsertionPointToStart(entry);
     IRMapping map;
-    for (Value c : constants)
+    for (Value c : captures.constants)
       map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
-    for (auto [i, v] : llvm::enumerate(captured)) {
-      Value field = LLVM::GEPOp::create(
-          b, ptr, structType, entry->getArgument(0),
-          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
-      Value loaded = LLVM::LoadOp::create(b, fields[i], field);
-      Value value;
-      if (isa<MemRefType>(v.getType()))
-        value = UnrealizedConversionCastOp::create(b, v.getType(), loaded)
-                    .getResult(0);
-      else if (v.getType().isIndex())
-        value = arith::IndexCastOp::create(b, b.getIndexType(), loaded);
-      else
-        value = loaded;
+    SmallVector<Type> types;
+    for (Value v : captures.captured)
+      types.push_back(v.getType());
+    SmallVector<Value> loaded = loadTaskArguments(
+        b, captures.argsType, entry->getArgument(0), types);
+    for (auto [v, value] : llvm::zip(captures.captured, loaded))
       map.map(v, value);
-    }
-    auto tripCount = [&](ImplicitLocOpBuilder &ib, scf::ForOp loop,
-                         IRMapping &m) -> Value {
-      Value lb = m.lookupOrDefault(loop.getLowerBound());
-      Value ub = m.lookupOrDefault(loop.getUpperBound());
-      Value step = m.lookupOrDefault(loop.getStep());
-      Value span = arith::SubIOp::create(ib, ub, lb);
-      Value up = arith::AddIOp::create(
-          ib, span,
-          arith::SubIOp::create(ib, step,
-                                arith::ConstantIndexOp::create(ib, 1)));
-      return arith::DivUIOp::create(ib, up, step);
-    };
     Value inner = nest.size() == 2 ? tripCount(b, nest[1], map) : Value();
     Value begin = arith::IndexCastOp::create(b, b.getIndexType(),
                                              entry->getArgument(1));
@@ -422,35 +415,33 @@ struct ParallelizeLoopsPass
                 arith::AddIOp::create(b, lb,
                                       arith::MulIOp::create(b, it, step)));
       }
-      for (Operation &op : nest.back().getBody()->without_terminator())
+      for (Operation &op : innermost.getBody()->without_terminator())
         b.clone(op, map);
     }
     func::ReturnOp::create(b);
-    task = deduplicate(task);
+    return deduplicate(task);
+  }
 
-    // The call site: the struct on the stack, then the pool or a direct
-    // call for small loops.
-    ImplicitLocOpBuilder cb(loc, outer);
+  /// Outlines `nest` into a task; calls it through the pool when
+  /// `parallel` (and the loop is large enough), directly otherwise.
+  void outline(ModuleOp module, func::FuncOp parent,
+               SmallVector<scf::ForOp> nest, const SetVector<Value> &written,
+               bool parallel, unsigned index) {
+    std::optional<Captures> captures = captureValues(nest);
+    if (!captures)
+      return; // something the object cannot carry: leave the loop serial
+    func::FuncOp task = buildTask(module, parent, nest, *captures, index);
+
+    // The call site: the argument object on the stack, then the pool or a
+    // direct call for small loops.
+    scf::ForOp outer = nest.front();
+    ImplicitLocOpBuilder cb(outer.getLoc(), outer);
     IRMapping same;
     Value n = tripCount(cb, nest[0], same);
     if (nest.size() == 2)
       n = arith::MulIOp::create(cb, n, tripCount(cb, nest[1], same));
-    Value oneI64 = LLVM::ConstantOp::create(cb, i64, cb.getI64IntegerAttr(1));
-    Value args = LLVM::AllocaOp::create(cb, ptr, structType, oneI64, 8);
-    for (auto [i, v] : llvm::enumerate(captured)) {
-      Value field = LLVM::GEPOp::create(
-          cb, ptr, structType, args,
-          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
-      Value stored;
-      if (isa<MemRefType>(v.getType()))
-        stored = UnrealizedConversionCastOp::create(cb, fields[i], v)
-                     .getResult(0);
-      else if (v.getType().isIndex())
-        stored = arith::IndexCastOp::create(cb, i64, v);
-      else
-        stored = v;
-      LLVM::StoreOp::create(cb, stored, field);
-    }
+    Value args = storeTaskArguments(cb, captures->argsType, captures->captured);
+    Type i64 = cb.getI64Type();
     Value zero = LLVM::ConstantOp::create(cb, i64, cb.getI64IntegerAttr(0));
     Value nI64 = arith::IndexCastOp::create(cb, i64, n);
     if (!parallel) {
@@ -459,55 +450,23 @@ struct ParallelizeLoopsPass
       return;
     }
     // Waking the pool costs some microseconds: go parallel only when the
-    // loop writes enough, 2^16 elements when an iteration is a row of vector
-    // code (with loops of constant trip count at most), 2^12 when
-    // iterations hold loops of dynamic trip count or calls (attention: a
-    // head's output tile is computed from all its keys), so that a decoding
-    // step (one query per head) stays on the calling thread.
-    bool heavy = false;
-    nest.back().getBody()->walk([&](Operation *op) {
-      auto loop = dyn_cast<scf::ForOp>(op);
-      if (isa<func::CallOp>(op) ||
-          (loop && !(getConstantIntValue(loop.getLowerBound()) &&
-                     getConstantIntValue(loop.getUpperBound()))))
-        heavy = true;
-    });
-    Value elements = arith::ConstantIndexOp::create(cb, 0);
-    for (Value root : written) {
-      auto type = dyn_cast<MemRefType>(root.getType());
-      if (!type)
-        continue;
-      Value size = arith::ConstantIndexOp::create(cb, 1);
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        size = arith::MulIOp::create(
-            cb, size,
-            type.isDynamicDim(d)
-                ? Value(memref::DimOp::create(cb, root, d))
-                : Value(arith::ConstantIndexOp::create(cb, type.getDimSize(d))));
-      elements = arith::AddIOp::create(cb, elements, size);
-    }
+    // loop writes enough (the cost model's minimum work, lower for
+    // iterations that hold loops or calls than for rows of vector code).
+    CpuCostModel model =
+        CpuCostModel::forTarget(VectorTarget{lanes, registers});
+    int64_t minWork = hasHeavyIterations(nest.back())
+                          ? model.parallelLoopMinWorkHeavy
+                          : model.parallelLoopMinWork;
+    Value elements = countElements(cb, written);
     // The runtime compares: one call, no branch in the glue (a branch per
     // loop split the entry's block, which convert-scf-to-cf and LLVM then
     // paid for).
-    func::FuncOp pfor = parallelFor(module, task.getFunctionType());
-    Value fn = func::ConstantOp::create(cb, task.getFunctionType(),
-                                        SymbolRefAttr::get(task));
-    Value work = arith::IndexCastOp::create(cb, i64, elements);
-    Value minWork = LLVM::ConstantOp::create(
-        cb, i64, cb.getI64IntegerAttr(heavy ? 1 << 12 : 1 << 16));
-    func::CallOp::create(cb, pfor, ValueRange{nI64, work, minWork, fn, args});
+    callParallelForSized(cb, declareParallelForSized(module), task, nI64,
+                         elements, minWork, args);
     outer->erase();
   }
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createParallelizeLoopsPass() {
-  return std::make_unique<ParallelizeLoopsPass>();
-}
-
-void registerParallelizeLoopsPass() {
-  PassRegistration<ParallelizeLoopsPass>();
-}
 
 } // namespace attn

@@ -2,9 +2,9 @@
 //
 // `attn-reuse-buffers`: after bufferisation every intermediate tensor of an
 // entry point is its own malloc'ed buffer, and the deallocation pipeline
-// frees them all at the end of the function, so a forward pass of char_gpt
-// at B = 8 holds ~140 MB at once and the kernel zero-fills every page of it
-// on each call (a third of the run time). This pass
+// frees them all at the end of the function, so a forward pass holds every
+// activation at once and the kernel zero-fills every page of them on each
+// call. This pass
 //  1. moves each such deallocation up to just after the buffer's last use;
 //  2. lets temporaries of the same type and the same dynamic sizes (the
 //     [B, T, d] activations of successive layers) whose lifetimes no longer
@@ -20,7 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BufferUses.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +31,9 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNREUSEBUFFERS
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 struct Candidate {
@@ -39,15 +42,9 @@ struct Candidate {
   unsigned begin, end; // positions in the block
 };
 
-struct ReuseBuffersPass
-    : PassWrapper<ReuseBuffersPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReuseBuffersPass)
+struct ReuseBuffersPass : impl::AttnReuseBuffersBase<ReuseBuffersPass> {
+  using Base::Base;
 
-  StringRef getArgument() const override { return "attn-reuse-buffers"; }
-  StringRef getDescription() const override {
-    return "Lets temporaries of the same type and sizes with disjoint "
-           "lifetimes share one allocation";
-  }
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -115,11 +112,5 @@ struct ReuseBuffersPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createReuseBuffersPass() {
-  return std::make_unique<ReuseBuffersPass>();
-}
-
-void registerReuseBuffersPass() { PassRegistration<ReuseBuffersPass>(); }
 
 } // namespace attn

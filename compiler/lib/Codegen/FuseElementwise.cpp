@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -26,21 +26,15 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNFUSEELEMENTWISE
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 struct FuseElementwisePass
-    : PassWrapper<FuseElementwisePass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
+    : impl::AttnFuseElementwiseBase<FuseElementwisePass> {
+  using Base::Base;
 
-  StringRef getArgument() const override { return "attn-fuse-elementwise"; }
-  StringRef getDescription() const override {
-    return "Fuses single-use element-wise linalg.generic producers into "
-           "their consumers, without broadcasts or reshape propagation";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect,
-                    linalg::LinalgDialect, math::MathDialect>();
-  }
 
   void runOnOperation() override {
     MLIRContext *context = &getContext();
@@ -59,11 +53,5 @@ struct FuseElementwisePass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createFuseElementwisePass() {
-  return std::make_unique<FuseElementwisePass>();
-}
-
-void registerFuseElementwisePass() { PassRegistration<FuseElementwisePass>(); }
 
 } // namespace attn

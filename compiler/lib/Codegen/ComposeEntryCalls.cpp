@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,6 +29,9 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNCOMPOSEENTRYCALLS
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 /// The argument of `func` marked `attr`, if any.
@@ -40,17 +43,9 @@ std::optional<unsigned> argumentMarked(func::FuncOp func, StringRef attr) {
 }
 
 struct ComposeEntryCallsPass
-    : PassWrapper<ComposeEntryCallsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ComposeEntryCallsPass)
+    : impl::AttnComposeEntryCallsBase<ComposeEntryCallsPass> {
+  using Base::Base;
 
-  StringRef getArgument() const override { return "attn-compose-entry-calls"; }
-  StringRef getDescription() const override {
-    return "Puts back, on buffers, the call of one entry point by another "
-           "that attn-bind-params recorded";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, memref::MemRefDialect>();
-  }
 
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>())
@@ -148,13 +143,5 @@ struct ComposeEntryCallsPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createComposeEntryCallsPass() {
-  return std::make_unique<ComposeEntryCallsPass>();
-}
-
-void registerComposeEntryCallsPass() {
-  PassRegistration<ComposeEntryCallsPass>();
-}
 
 } // namespace attn

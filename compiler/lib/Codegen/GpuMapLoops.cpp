@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "BufferUses.h"
 #include "attn/Conversion/Passes.h"
@@ -47,6 +47,9 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNGPUMAPLOOPS
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 /// Threads per block of the generic kernels: a multiple of the warp size
@@ -280,19 +283,9 @@ LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
   return success();
 }
 
-struct GpuMapLoopsPass
-    : PassWrapper<GpuMapLoopsPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuMapLoopsPass)
+struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
+  using Base::Base;
 
-  StringRef getArgument() const override { return "attn-gpu-map-loops"; }
-  StringRef getDescription() const override {
-    return "Splits functions into host code and kernels: device buffers, "
-           "parallel loops mapped to blocks and threads";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, gpu::GPUDialect,
-                    memref::MemRefDialect, scf::SCFDialect>();
-  }
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -316,11 +309,5 @@ struct GpuMapLoopsPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createGpuMapLoopsPass() {
-  return std::make_unique<GpuMapLoopsPass>();
-}
-
-void registerGpuMapLoopsPass() { PassRegistration<GpuMapLoopsPass>(); }
 
 } // namespace attn

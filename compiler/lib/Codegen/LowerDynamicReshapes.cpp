@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -22,6 +22,9 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNLOWERDYNAMICRESHAPES
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 struct ExpandShapeToReinterpretCast
@@ -76,19 +79,9 @@ struct ExpandShapeToReinterpretCast
 };
 
 struct LowerDynamicReshapesPass
-    : PassWrapper<LowerDynamicReshapesPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerDynamicReshapesPass)
+    : impl::AttnLowerDynamicReshapesBase<LowerDynamicReshapesPass> {
+  using Base::Base;
 
-  StringRef getArgument() const override {
-    return "attn-lower-dynamic-reshapes";
-  }
-  StringRef getDescription() const override {
-    return "Rewrites memref.expand_shape ops that split a dynamic dim into "
-           "dynamic dims as memref.reinterpret_cast";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, memref::MemRefDialect>();
-  }
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
@@ -99,13 +92,5 @@ struct LowerDynamicReshapesPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createLowerDynamicReshapesPass() {
-  return std::make_unique<LowerDynamicReshapesPass>();
-}
-
-void registerLowerDynamicReshapesPass() {
-  PassRegistration<LowerDynamicReshapesPass>();
-}
 
 } // namespace attn

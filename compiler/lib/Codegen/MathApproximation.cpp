@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,20 +22,15 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNMATHAPPROXIMATION
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 struct MathApproximationPass
-    : PassWrapper<MathApproximationPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MathApproximationPass)
+    : impl::AttnMathApproximationBase<MathApproximationPass> {
+  using Base::Base;
 
-  StringRef getArgument() const override { return "attn-math-approximation"; }
-  StringRef getDescription() const override {
-    return "Replaces f32 exp, tanh, erf, ... with polynomial approximations";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, math::MathDialect,
-                    vector::VectorDialect>();
-  }
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
@@ -46,13 +41,5 @@ struct MathApproximationPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createMathApproximationPass() {
-  return std::make_unique<MathApproximationPass>();
-}
-
-void registerMathApproximationPass() {
-  PassRegistration<MathApproximationPass>();
-}
 
 } // namespace attn

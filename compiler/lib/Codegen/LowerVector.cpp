@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,6 +27,9 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNLOWERVECTOR
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 bool isFloatMax(vector::CombiningKind kind) {
@@ -111,18 +114,9 @@ struct MaskedReductionAsSelect : OpRewritePattern<vector::MaskOp> {
   }
 };
 
-struct LowerVectorPass
-    : PassWrapper<LowerVectorPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerVectorPass)
+struct LowerVectorPass : impl::AttnLowerVectorBase<LowerVectorPass> {
+  using Base::Base;
 
-  StringRef getArgument() const override { return "attn-lower-vector"; }
-  StringRef getDescription() const override {
-    return "Lowers the vectorised code's vector ops to 1-D vector ops";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, memref::MemRefDialect,
-                    vector::VectorDialect>();
-  }
 
   void runOnOperation() override {
     MLIRContext *context = &getContext();
@@ -164,11 +158,5 @@ struct LowerVectorPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createLowerVectorPass() {
-  return std::make_unique<LowerVectorPass>();
-}
-
-void registerLowerVectorPass() { PassRegistration<LowerVectorPass>(); }
 
 } // namespace attn

@@ -3,8 +3,8 @@
 // `attn-vectorize-linalg`: the element-wise ops, reductions, fills and
 // transposes the attn lowering produces, on buffers after bufferisation.
 // Each op is tiled with scf::tileUsingSCF to 1 along every loop but the
-// innermost, which gets one vector's worth (one register, 16 f32 on AVX-512,
-// for an element-wise op; 4 registers for a reduction along it), and the
+// innermost, which gets one vector's worth (the cost model's registers for
+// an element-wise op or a reduction along it), and the
 // tile is vectorised with linalg::vectorize, masked where
 // its innermost size is dynamic (the edge tile of a dimension that is not a
 // multiple, or a dynamic dim such as an attention tile's key count). An op
@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,26 +35,16 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNVECTORIZELINALG
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 struct VectorizeLinalgPass
-    : PassWrapper<VectorizeLinalgPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(VectorizeLinalgPass)
+    : impl::AttnVectorizeLinalgBase<VectorizeLinalgPass> {
+  using Base::Base;
 
-  VectorizeLinalgPass() = default;
-  VectorizeLinalgPass(const VectorizeLinalgPass &other) : PassWrapper(other) {}
-  explicit VectorizeLinalgPass(VectorTarget target) { lanes = target.lanes; }
 
-  StringRef getArgument() const override { return "attn-vectorize-linalg"; }
-  StringRef getDescription() const override {
-    return "Tiles linalg ops on buffers to one vector along the innermost "
-           "loop and vectorises them";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect,
-                    math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
-                    vector::VectorDialect>();
-  }
 
   void runOnOperation() override {
     // memref.copy between buffers that are not both plain row-major (a tile
@@ -81,40 +71,42 @@ struct VectorizeLinalgPass
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
+    CpuCostModel model =
+        CpuCostModel::forTarget(VectorTarget{lanes, registers});
     for (linalg::LinalgOp op : ops)
-      vectorizeOne(rewriter, op);
+      vectorizeOne(rewriter, op, model);
   }
 
   /// The vector size of the innermost loop, or the static size when it is
-  /// smaller. An element-wise op (innermost loop parallel) takes one
-  /// register of f32. With 4 (64 lanes), the element-wise steps of the
-  /// attention backward, which compare index vectors for the causal mask
-  /// (64 indices are 8 registers of i64) next to several f32 tiles, kept
-  /// more values live than there are registers, and LLVM spilled them in
-  /// the training step's hottest loops; one register made char_gpt's train
-  /// step 1.5x faster, its forward unchanged. A reduction along the
-  /// innermost loop takes 4
-  /// registers (one horizontal reduction per tile), and a static one of up
-  /// to 64 registers (a layer norm's row) is one vector, so that each row
-  /// has one horizontal reduction.
-  int64_t innerVectorSize(linalg::LinalgOp op) const {
+  /// smaller: the cost model's registers of f32 for an element-wise op
+  /// (innermost loop parallel) or a reduction along the innermost loop (one
+  /// horizontal reduction per tile); a static reduction of up to its
+  /// whole-row registers (a layer norm's row) is one vector, so that each
+  /// row has one horizontal reduction. Element-wise tiles stay narrow
+  /// because the attention backward's masked steps compare index vectors
+  /// (8 bytes a lane) next to several f32 tiles: wider ones kept more
+  /// values live than there are registers.
+  int64_t innerVectorSize(linalg::LinalgOp op,
+                          const CpuCostModel &model) const {
     bool reduction =
         linalg::isReductionIterator(op.getIteratorTypesArray().back());
-    int64_t width = reduction ? 4 * lanes : lanes;
+    int64_t width = reduction ? model.reductionRegisters * lanes
+                              : model.elementwiseRegisters * lanes;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t inner = ranges.back();
     if (ShapedType::isDynamic(inner))
       return width;
     if (inner < width)
       return inner;
-    if (reduction && inner <= 64 * lanes)
+    if (reduction && inner <= model.wholeRowReductionRegisters * lanes)
       return inner;
     return width;
   }
 
-  void vectorizeOne(IRRewriter &rewriter, linalg::LinalgOp op) {
+  void vectorizeOne(IRRewriter &rewriter, linalg::LinalgOp op,
+                    const CpuCostModel &model) {
     unsigned loops = op.getNumLoops();
-    int64_t width = innerVectorSize(op);
+    int64_t width = innerVectorSize(op, model);
     SmallVector<int64_t> vectorSizes(loops, 1);
     vectorSizes.back() = width;
     SmallVector<OpFoldResult> tileSizes;
@@ -152,18 +144,8 @@ struct VectorizeLinalgPass
       return;
     rewriter.eraseOp(target);
   }
-
-  Option<int64_t> lanes{*this, "lanes",
-                        llvm::cl::desc("f32 lanes per vector register"),
-                        llvm::cl::init(16)};
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createVectorizeLinalgPass(VectorTarget target) {
-  return std::make_unique<VectorizeLinalgPass>(target);
-}
-
-void registerVectorizeLinalgPass() { PassRegistration<VectorizeLinalgPass>(); }
 
 } // namespace attn

@@ -34,7 +34,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BufferUses.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,6 +48,9 @@
 using namespace mlir;
 
 namespace attn {
+#define GEN_PASS_DEF_ATTNPLANARENA
+#include "attn/Codegen/Passes.h.inc"
+
 namespace {
 
 /// Arena offsets are multiples of a cache line (and of every vector size).
@@ -161,19 +164,8 @@ struct Slot {
   SmallVector<Candidate *> occupants;
 };
 
-struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PlanArenaPass)
-
-  StringRef getArgument() const override { return "attn-plan-arena"; }
-  StringRef getDescription() const override {
-    return "Places the temporaries of a function in one arena (the "
-           "caller's when it passes one large enough), at offsets planned "
-           "from their lifetimes";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, memref::MemRefDialect,
-                    scf::SCFDialect>();
-  }
+struct PlanArenaPass : impl::AttnPlanArenaBase<PlanArenaPass> {
+  using Base::Base;
 
   /// The caller's arena and the slot for the bytes needed, when `func`
   /// takes them; their attributes are consumed.
@@ -205,19 +197,11 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
     return success();
   }
 
-  void runOnOperation() override {
-    func::FuncOp func = getOperation();
-    if (func.isExternal())
-      return;
-    Value arenaArg, needArg;
-    if (failed(takeArenaArguments(func, arenaArg, needArg)))
-      return signalPassFailure();
-    if (!func.getBody().hasOneBlock())
-      return;
-    Block &block = func.getBody().front();
-    OpBuilder entry = OpBuilder::atBlockBegin(&block);
-    IRMapping mapping;
-
+  /// The allocations of `block` that can live in the arena (local, freed
+  /// in the block, sizes computable at the entry), in program order, with
+  /// their aligned sizes in bytes computed at `entry`.
+  std::vector<Candidate> collectCandidates(Block &block, OpBuilder &entry,
+                                           IRMapping &mapping) {
     DenseMap<Operation *, unsigned> position;
     unsigned i = 0;
     for (Operation &op : block)
@@ -264,21 +248,12 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
       candidates.push_back(
           {alloc, dealloc, position[alloc], position[dealloc], bytes});
     }
-    // The caller learns the bytes this call needs, also when it is 0.
-    Location loc = func.getLoc();
-    auto storeNeed = [&](Value bytes) {
-      if (!needArg)
-        return;
-      Value i64 = arith::IndexCastOp::create(entry, loc, entry.getI64Type(),
-                                             bytes);
-      memref::StoreOp::create(entry, loc, i64, needArg, ValueRange{});
-    };
-    if (candidates.empty()) {
-      storeNeed(arith::ConstantIndexOp::create(entry, loc, 0));
-      return;
-    }
+    return candidates;
+  }
 
-    // First fit in program order.
+  /// Slots of the arena for `candidates`: first fit in program order, a
+  /// candidate taking the first slot whose occupants are all dead.
+  static std::vector<Slot> firstFit(std::vector<Candidate> &candidates) {
     std::vector<Slot> slots;
     for (Candidate &c : candidates) {
       Slot *slot = nullptr;
@@ -294,19 +269,15 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
       slot->end = c.end;
       slot->occupants.push_back(&c);
     }
+    return slots;
+  }
 
-    // Slot sizes and offsets at run time.
-    Value offset = arith::ConstantIndexOp::create(entry, loc, 0);
-    DenseMap<Candidate *, Value> offsets;
-    for (Slot &slot : slots) {
-      Value size = slot.occupants.front()->bytes;
-      for (Candidate *c : ArrayRef(slot.occupants).drop_front())
-        size = arith::MaxUIOp::create(entry, loc, size, c->bytes);
-      for (Candidate *c : slot.occupants)
-        offsets[c] = offset;
-      offset = arith::AddIOp::create(entry, loc, offset, size);
-    }
-    storeNeed(offset);
+  /// The arena of `offset` bytes (an index: the end of the last slot) over
+  /// `slotCount` slots: the caller's `arenaArg` when it is large enough and
+  /// aligned, else one of this call's own, allocated where `fallback` (set
+  /// when there is an `arenaArg`) holds.
+  Value arenaFor(OpBuilder &entry, Location loc, Value arenaArg, Value offset,
+                 size_t slotCount, Value &fallback) {
     auto arenaType = MemRefType::get({ShapedType::kDynamic},
                                      entry.getIntegerType(8));
     auto allocate = [&](OpBuilder &b, Location loc) {
@@ -314,12 +285,10 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
           b, loc, arenaType, ValueRange{offset},
           b.getI64IntegerAttr(kArenaAlignment));
       alloc->setAttr("attn.arena",
-                     b.getI64IntegerAttr(static_cast<int64_t>(slots.size())));
+                     b.getI64IntegerAttr(static_cast<int64_t>(slotCount)));
       return alloc.getResult();
     };
-    // The caller's arena when it is large enough and aligned, else one of
-    // this call's own (`fallback`).
-    Value arena, fallback;
+    Value arena;
     if (arenaArg) {
       Value zero = arith::ConstantIndexOp::create(entry, loc, 0);
       Value size = memref::DimOp::create(entry, loc, arenaArg, zero);
@@ -345,6 +314,55 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
     } else {
       arena = allocate(entry, loc);
     }
+    return arena;
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    Value arenaArg, needArg;
+    if (failed(takeArenaArguments(func, arenaArg, needArg)))
+      return signalPassFailure();
+    if (!func.getBody().hasOneBlock())
+      return;
+    Block &block = func.getBody().front();
+    OpBuilder entry = OpBuilder::atBlockBegin(&block);
+    IRMapping mapping;
+
+    std::vector<Candidate> candidates =
+        collectCandidates(block, entry, mapping);
+    // The caller learns the bytes this call needs, also when it is 0.
+    Location loc = func.getLoc();
+    auto storeNeed = [&](Value bytes) {
+      if (!needArg)
+        return;
+      Value i64 = arith::IndexCastOp::create(entry, loc, entry.getI64Type(),
+                                             bytes);
+      memref::StoreOp::create(entry, loc, i64, needArg, ValueRange{});
+    };
+    if (candidates.empty()) {
+      storeNeed(arith::ConstantIndexOp::create(entry, loc, 0));
+      return;
+    }
+
+    std::vector<Slot> slots = firstFit(candidates);
+
+    // Slot sizes and offsets at run time.
+    Value offset = arith::ConstantIndexOp::create(entry, loc, 0);
+    DenseMap<Candidate *, Value> offsets;
+    for (Slot &slot : slots) {
+      Value size = slot.occupants.front()->bytes;
+      for (Candidate *c : ArrayRef(slot.occupants).drop_front())
+        size = arith::MaxUIOp::create(entry, loc, size, c->bytes);
+      for (Candidate *c : slot.occupants)
+        offsets[c] = offset;
+      offset = arith::AddIOp::create(entry, loc, offset, size);
+    }
+    storeNeed(offset);
+    Value fallback;
+    Value arena =
+        arenaFor(entry, loc, arenaArg, offset, slots.size(), fallback);
 
     for (Candidate &c : candidates) {
       OpBuilder b(c.alloc);
@@ -369,11 +387,5 @@ struct PlanArenaPass : PassWrapper<PlanArenaPass, OperationPass<func::FuncOp>> {
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createPlanArenaPass() {
-  return std::make_unique<PlanArenaPass>();
-}
-
-void registerPlanArenaPass() { PassRegistration<PlanArenaPass>(); }
 
 } // namespace attn

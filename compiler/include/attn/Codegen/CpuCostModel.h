@@ -1,0 +1,109 @@
+//===- CpuCostModel.h - Sizes and thresholds of the CPU target --*- C++ -*-===//
+//
+// Every size, threshold and kernel choice of the CPU code generator, derived
+// from the target in one place (as IREE's LLVMCPU KernelDispatch does), so
+// that the passes hold mechanism and this file holds strategy. The passes
+// that consume it take the vector target as options and call `forTarget`;
+// docs/Codegen.md has the measurements behind each value.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CODEGEN_CPUCOSTMODEL_H
+#define ATTN_CODEGEN_CPUCOSTMODEL_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace attn {
+
+/// How wide the target's vector registers are, and how many there are.
+struct VectorTarget {
+  /// f32 lanes per vector register: 16 with AVX-512, 8 with AVX2.
+  int64_t lanes = 16;
+  /// Vector registers: 32 with AVX-512, 16 with AVX2.
+  int64_t registers = 32;
+};
+
+/// The vector target of an attnc `--target` ("host", "x86-64-v3",
+/// "x86-64-v4"); "host" asks the build machine for AVX-512F.
+VectorTarget vectorTargetFor(llvm::StringRef target);
+
+/// The code generator's decisions for one CPU target.
+struct CpuCostModel {
+  VectorTarget target;
+
+  /// Matrix products (attn-matmul-to-vector), packed kernel: a register
+  /// tile of `tileRows` x `tileCols` f32 accumulators, `tileCols` being two
+  /// vectors. With 32 registers 8 x 2 accumulators leave room for the two
+  /// B vectors and the broadcast of A; with 16, 6 x 2.
+  int64_t tileRows = 8;
+  int64_t tileCols = 32;
+  /// Blocks of B packed at a time (N x K): a 512 x 128 f32 block is
+  /// 256 KiB, which stays in L2 while rows of A stream through L1.
+  int64_t blockN = 128;
+  int64_t blockK = 512;
+  /// With A stored [K, M] (weight gradients) each register tile's rows of A
+  /// are copied into a panel once per column block of B: wider column
+  /// blocks let one panel serve more register tiles.
+  int64_t blockNTransposedA = 512;
+  int64_t blockKTransposedA = 256;
+
+  /// Dot-product kernel (B stored [N, K] and fewer rows than `tileRows`):
+  /// groups of `dotRows` rows x `dotCols` columns of vector accumulators
+  /// along K, so W is read once per group of rows; a single row takes
+  /// `singleRowDotCols` columns, which keeps more rows of W in flight.
+  int64_t dotRows = 4;
+  int64_t dotCols = 4;
+  int64_t singleRowDotCols = 8;
+  /// From this many elements of W (4 bytes each: 1 MiB, more than stays in
+  /// cache) a single row takes one column at a time, reading W's rows front
+  /// to back as one sequential stream, `rowDotUnroll` vectors per step.
+  int64_t streamedWeightElements = 1 << 18;
+  int64_t rowDotUnroll = 4;
+
+  /// Products on the thread pool: split by column tiles when there are at
+  /// least `parallelMatmulMinTiles` tiles and either `parallelMatmulWork`
+  /// multiply-adds or a B of `parallelMatmulWeights` elements. Smaller
+  /// products (attention's tiles) would spend more waking the pool than
+  /// computing; a decoding step's products are few multiply-adds but
+  /// stream all of B from memory, which two cores read faster than one.
+  int64_t parallelMatmulWork = 1 << 20;
+  int64_t parallelMatmulWeights = 1 << 16;
+  int64_t parallelMatmulMinTiles = 2;
+
+  /// Outer loops on the thread pool (attn-parallelize-loops): the elements
+  /// the loop writes from which waking the pool pays, for iterations that
+  /// are rows of vector code, and for iterations holding loops of dynamic
+  /// trip count or calls (attention's heads), low enough to split a
+  /// prefill's heads, high enough to keep a decoding step (one query per
+  /// head) on the calling thread.
+  int64_t parallelLoopMinWork = 1 << 16;
+  int64_t parallelLoopMinWorkHeavy = 1 << 12;
+
+  /// Other linalg ops (attn-vectorize-linalg): the registers of f32 one
+  /// tile of an element-wise op spans along its innermost loop (more kept
+  /// too many values live in the attention backward's masked steps, and
+  /// LLVM spilled them), of a reduction along it, and the most registers a
+  /// static reduction may span to be one vector (one horizontal reduction
+  /// per row, as a layer norm's).
+  int64_t elementwiseRegisters = 1;
+  int64_t reductionRegisters = 4;
+  int64_t wholeRowReductionRegisters = 64;
+
+  /// Attention's tiled loop nest (convert-attn-to-linalg): queries and keys
+  /// per tile.
+  int64_t attentionQueryTile = 64;
+  int64_t attentionKeyTile = 64;
+
+  /// The model of `target`.
+  static CpuCostModel forTarget(VectorTarget target);
+  /// The model of an attnc `--target`.
+  static CpuCostModel forTarget(llvm::StringRef target) {
+    return forTarget(vectorTargetFor(target));
+  }
+};
+
+} // namespace attn
+
+#endif // ATTN_CODEGEN_CPUCOSTMODEL_H

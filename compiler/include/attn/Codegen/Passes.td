@@ -1,0 +1,236 @@
+//===- Passes.td - Code generation passes of attnc ---------*- tablegen -*-===//
+//
+// The passes between linalg on tensors and the LLVM dialect that make the
+// loops fast: fusion and buffer planning, register-tiled matrix products,
+// vectorised linalg ops, polynomial math, vector lowering, and parallel
+// loops on the runtime's thread pool (CPU) or kernels (GPU). Each is a plain
+// pass over `func.func` or the module, so that lit tests can run it alone.
+// The CPU passes that make cost decisions take the vector target as options
+// and read every size and threshold from `CpuCostModel` (CpuCostModel.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CODEGEN_PASSES_TD
+#define ATTN_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+// The vector target of a pass that consumes the CPU cost model; the
+// pipeline sets them from `attnc --target` (vectorTargetFor).
+defvar LanesOption = Option<"lanes", "lanes", "int64_t", /*default=*/"16",
+                            "f32 lanes per vector register">;
+defvar RegistersOption = Option<"registers", "registers", "int64_t",
+                                /*default=*/"32", "vector registers">;
+
+def AttnFuseElementwise
+    : Pass<"attn-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuses single-use element-wise linalg.generic producers into "
+                "their consumers, without broadcasts or reshape propagation";
+  let description = [{
+    Input: linalg on tensors. A single-use element-wise generic read element
+    for element (no broadcast) by another generic is fused into it. Reshapes
+    are not propagated (the products stay 2-D matmuls). Output: the same
+    values with fewer generics.
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def AttnGroupMatmulEpilogues
+    : Pass<"attn-group-matmul-epilogues", "::mlir::func::FuncOp"> {
+  let summary = "Moves matrix products next to their zero fill and "
+                "element-wise epilogue, and marks the epilogues "
+                "attn-matmul-to-vector fuses";
+  let description = [{
+    Input: linalg on buffers, before the temporaries are planned. A matrix
+    product moves next to the zero fill of its result and to the
+    element-wise op reading it (marked `attn.matmul_epilogue`), which
+    `attn-matmul-to-vector` then folds into its kernel; a copy of a buffer
+    that only a fill writes becomes that fill. Output: the same memory
+    effects in an order the kernel can fuse.
+  }];
+}
+
+def AttnReuseBuffers : Pass<"attn-reuse-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Lets temporaries of the same type and sizes with disjoint "
+                "lifetimes share one allocation";
+  let description = [{
+    Input: a function on buffers. Temporaries of one type and the same
+    dynamic sizes whose lifetimes (alloc to dealloc in one block) do not
+    overlap share one allocation. Output: fewer allocations, so that a
+    forward pass mallocs (and the kernel zero-fills) a few buffers instead
+    of one per intermediate tensor.
+  }];
+}
+
+def AttnPlanArena : Pass<"attn-plan-arena", "::mlir::func::FuncOp"> {
+  let summary = "Places the temporaries of a function in one arena (the "
+                "caller's when it passes one large enough), at offsets "
+                "planned from their lifetimes";
+  let description = [{
+    Input: a function on buffers. The temporaries left local to an entry
+    point live in one arena, at offsets planned at compile time from their
+    lifetimes (first fit over slots); sizes that depend on the call's dims
+    are computed at the function's entry. The arena is the function's
+    argument marked `attn.arena` when it is large enough and 64-byte
+    aligned, else one allocated for the call; the bytes needed are stored
+    into the argument marked `attn.arena_need`. Without those arguments the
+    arena is allocated at every call. Output: the temporaries as
+    `memref.view`s of the arena, the arena attributes removed.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def AttnComposeEntryCalls
+    : Pass<"attn-compose-entry-calls", "::mlir::ModuleOp"> {
+  let summary = "Puts back, on buffers, the call of one entry point by "
+                "another that attn-bind-params recorded";
+  let description = [{
+    Input: a bufferised module whose entry points may carry
+    `attn.entry_call` (Passes.h, `kEntryCallAttr`). The recorded call is put
+    back at the top of the caller, its results replacing the caller's
+    arguments marked `attn.entry_call_result`, the arena passed on as well.
+    Output: entry points calling each other on buffers.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def AttnMatmulToVector : Pass<"attn-matmul-to-vector", "::mlir::ModuleOp"> {
+  let summary = "Packed, register-tiled vector loops for 2-D f32 matrix "
+                "products on buffers";
+  let description = [{
+    Input: linalg on buffers. Every 2-D f32 matrix product (`linalg.matmul`,
+    also with a transposed A or B through its indexing maps, or a
+    `linalg.generic` with the same contraction) becomes a call of a blocked
+    loop nest: blocks of B packed into an aligned buffer with B^T
+    transposed on the way, and a register tile of vector accumulators
+    updated with `vector.fma` per k; the rows left over below the tile run
+    a 1-row tile, the columns past N are masked. With fewer rows than a
+    tile and B stored [N, K], dot products along K instead. A zero fill
+    before the product and an epilogue marked by
+    `attn-group-matmul-epilogues` after it are folded into the kernel. The
+    loop nest is one internal function per module and kind of product
+    (`__attn_sgemm_nt_16x32`, ...); large products call it through the
+    runtime's thread pool. Sizes and thresholds come from `CpuCostModel`.
+  }];
+  let options = [
+    LanesOption, RegistersOption,
+    Option<"threads", "threads", "bool", /*default=*/"true",
+           "Split large products over the runtime's thread pool "
+           "(attn_parallel_for)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def AttnVectorizeLinalg
+    : Pass<"attn-vectorize-linalg", "::mlir::func::FuncOp"> {
+  let summary = "Tiles linalg ops on buffers to one vector along the "
+                "innermost loop and vectorises them";
+  let description = [{
+    Input: linalg on buffers (matrix products already taken by
+    `attn-matmul-to-vector`). Every other linalg op is tiled to one vector
+    along its innermost loop (all other loops to 1) and vectorised, masked
+    where the innermost size is dynamic or not a multiple; ops the
+    vectoriser cannot take are left for `convert-linalg-to-loops`. Vector
+    sizes come from `CpuCostModel`.
+  }];
+  let options = [LanesOption, RegistersOption];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def AttnMathApproximation
+    : Pass<"attn-math-approximation", "::mlir::func::FuncOp"> {
+  let summary = "Replaces f32 exp, tanh, erf, ... with polynomial "
+                "approximations";
+  let description = [{
+    Input: any function. exp, tanh, erf (and the other functions MLIR
+    approximates) on f32 become polynomials, so they vectorise and never
+    call libm per element.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def AttnLowerVector : Pass<"attn-lower-vector", "::mlir::func::FuncOp"> {
+  let summary = "Lowers the vectorised code's vector ops to 1-D vector ops";
+  let description = [{
+    Input: the vector ops `attn-matmul-to-vector` and
+    `attn-vectorize-linalg` create. Progressive lowering of masks,
+    transfers, multi-reductions, transposes, contractions and broadcasts.
+    Output: 1-D vector ops that convert-vector-to-llvm takes as they are.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def AttnLowerDynamicReshapes
+    : Pass<"attn-lower-dynamic-reshapes", "::mlir::func::FuncOp"> {
+  let summary = "Rewrites memref.expand_shape ops that split a dynamic dim "
+                "into dynamic dims as memref.reinterpret_cast";
+  let description = [{
+    Input: any function on buffers. memref.expand_shape ops splitting a
+    dynamic dim into several dynamic dims become memref.reinterpret_cast
+    (MLIR 22's expand-strided-metadata crashes on them).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def AttnParallelizeLoops
+    : Pass<"attn-parallelize-loops", "::mlir::ModuleOp"> {
+  let summary = "Runs independent outermost scf.for loops on the runtime's "
+                "thread pool (attn_parallel_for)";
+  let description = [{
+    Input: entry points as loops on buffers. An outermost scf.for of an
+    entry point (or a perfect nest of two, flattened) whose iterations
+    provably touch disjoint memory is outlined into a task run by the
+    runtime's `attn_parallel_for_sized(n, work, min_work, task, arg)` on the
+    calling context's pool; other outermost loops are outlined and called
+    directly. The minimum work comes from `CpuCostModel`. Output: entry
+    points of glue and calls (marked `noinline optnone` when no loop is
+    left), tasks of equal bodies merged.
+  }];
+  let options = [LanesOption, RegistersOption];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
+  let summary = "Splits functions into host code and kernels: device "
+                "buffers, parallel loops mapped to blocks and threads";
+  let description = [{
+    Input (GPU target): linalg lowered to `scf.parallel` loops on buffers.
+    Every buffer not passed in host memory lives on the device (host
+    allocations become `gpu.alloc`, copies parallel loops); each outermost
+    parallel loop becomes one kernel (its loops collapsed and tiled into
+    blocks of threads, marked for `convert-parallel-loops-to-gpu`); other
+    host ops that touch device memory run on one GPU thread, and host reads
+    of device values are copied back to the host.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+#endif // ATTN_CODEGEN_PASSES_TD

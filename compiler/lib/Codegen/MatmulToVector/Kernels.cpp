@@ -1,0 +1,116 @@
+//===- Kernels.cpp - One kernel function per kind of product --------------===//
+//
+// The kernel functions of a module: one per kind of product (A as [M, K]
+// or [K, M], B as [K, N] or [N, K], from C or from zeros, with or without
+// an epilogue), internal, over dynamic sizes and strides (unit innermost
+// stride), computing a range of columns of C; each product calls one.
+// Inlining one copy per product instead made a large model's compile time
+// grow with its number of products. A kernel for B stored [N, K] chooses at
+// run time between dot products (fewer rows than a register tile) and the
+// packed loop nest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MatmulKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace attn {
+
+/// The product over columns [nBegin, nEnd) of C, at the builder's
+/// insertion point (the body of the kernel function).
+void MatmulEmitter::emit(Value nBegin, Value nEnd) {
+  f32 = b.getF32Type();
+  vecType = VectorType::get({lanes}, f32);
+  zeroF = arith::ConstantOp::create(b, b.getF32FloatAttr(0));
+  zeroV = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(vecType, b.getF32FloatAttr(0)));
+  if (!ops.transposedB || ops.transposedA)
+    return emitPacked(nBegin, nEnd);
+  // Fewer rows than a register tile (a decoding step's B tokens): packing
+  // W would cost more than the product; dot products along K instead.
+  Value m = rowsOfA();
+  Value few =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, m, index(rows));
+  auto branch = scf::IfOp::create(b, few, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  emitDots(nBegin, nEnd);
+  b.setInsertionPointToStart(branch.elseBlock());
+  emitPacked(nBegin, nEnd);
+}
+
+Value MatmulEmitter::index(int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+
+Value MatmulEmitter::index(ImplicitLocOpBuilder &ib, int64_t v) {
+  return arith::ConstantIndexOp::create(ib, v);
+}
+
+/// M, the rows of C.
+Value MatmulEmitter::rowsOfA() {
+  return memref::DimOp::create(b, ops.a, ops.transposedA ? 1 : 0);
+}
+
+MemRefType kernelOperandType(MLIRContext *context) {
+  int64_t d = ShapedType::kDynamic;
+  return MemRefType::get(
+      {d, d}, Float32Type::get(context),
+      StridedLayoutAttr::get(context, d, ArrayRef<int64_t>{d, 1}));
+}
+
+func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
+                               const CpuCostModel &model, bool zeroInit,
+                               const Epilogue *epilogue, int epilogueIndex) {
+  std::string name =
+      (llvm::Twine("__attn_sgemm_") + (operands.transposedA ? "t" : "n") +
+       (operands.transposedB ? "t" : "n") + "_" +
+       llvm::Twine(model.target.lanes) + "x" +
+       llvm::Twine(model.target.registers) + (zeroInit ? "_z" : ""))
+          .str();
+  if (epilogue)
+    name += "_e" + std::to_string(epilogueIndex);
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  MLIRContext *context = module.getContext();
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = module.getLoc();
+  MemRefType operand = kernelOperandType(context);
+  Type index = mb.getIndexType();
+  SmallVector<Type> inputs = {operand, operand, operand, index, index};
+  if (epilogue)
+    inputs.append(epilogue->extras.size() + 1, operand);
+  auto type = mb.getFunctionType(inputs, {});
+  auto func = func::FuncOp::create(mb, loc, name, type);
+  func.setPrivate();
+  // Internal linkage: every model object has its own copy.
+  func->setAttr("llvm.linkage",
+                LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
+  Block *entry = func.addEntryBlock();
+  ImplicitLocOpBuilder b(loc, context);
+  b.setInsertionPointToStart(entry);
+  MatmulOperands ops{entry->getArgument(0), entry->getArgument(1),
+                     entry->getArgument(2), operands.transposedB,
+                     operands.transposedA};
+  std::optional<KernelEpilogue> kernelEpilogue;
+  if (epilogue) {
+    // (A, B, C, nBegin, nEnd, E1..En, Out)
+    auto args = entry->getArguments().drop_front(5);
+    kernelEpilogue.emplace(KernelEpilogue{
+        *epilogue, SmallVector<Value>(args.drop_back()), args.back()});
+  }
+  MatmulEmitter(b, ops, model, zeroInit,
+                kernelEpilogue ? &*kernelEpilogue : nullptr)
+      .emit(entry->getArgument(3), entry->getArgument(4));
+  func::ReturnOp::create(b);
+  return func;
+}
+
+} // namespace attn

@@ -1,0 +1,134 @@
+//===- MatmulKernels.h - The kernels of attn-matmul-to-vector ---*- C++ -*-===//
+//
+// What the files of `attn-matmul-to-vector` share. A product becomes a call
+// of a kernel function, one per module and kind (Kernels.cpp), whose body
+// `MatmulEmitter` writes: the packed, register-tiled loop nest
+// (PackedGemm.cpp), dot products along K for a few rows (DotKernels.cpp),
+// and a fused element-wise epilogue (Epilogues.cpp). A large product calls
+// its kernel through the runtime's thread pool (Dispatch.cpp). Every size
+// and threshold comes from the CPU cost model.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CODEGEN_MATMULTOVECTOR_MATMULKERNELS_H
+#define ATTN_CODEGEN_MATMULTOVECTOR_MATMULKERNELS_H
+
+#include "MatmulMatch.h"
+#include "attn/Codegen/CpuCostModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace attn {
+
+/// An epilogue (MatmulMatch.h) inside a kernel: the matched op, whose body
+/// is cloned onto vectors, and the kernel's arguments that stand for its
+/// extra inputs (as matrices: [1, N] for a row vector) and its output.
+struct KernelEpilogue {
+  const Epilogue &match;
+  llvm::SmallVector<mlir::Value> extras;
+  mlir::Value out;
+
+  mlir::Block &body() const {
+    mlir::linalg::GenericOp op = match.op;
+    return op.getRegion().front();
+  }
+};
+
+/// Writes the body of one kernel function: C (or the epilogue's output)
+/// over columns [nBegin, nEnd) from the kernel's A, B and C arguments.
+class MatmulEmitter {
+public:
+  MatmulEmitter(mlir::ImplicitLocOpBuilder &b, const MatmulOperands &operands,
+                const CpuCostModel &model, bool zeroInit,
+                const KernelEpilogue *epilogue)
+      : b(b), ops(operands), model(model), lanes(model.target.lanes),
+        rows(model.tileRows), cols(model.tileCols), zeroInit(zeroInit),
+        epilogue(epilogue) {}
+
+  /// The product over columns [nBegin, nEnd) of C, at the builder's
+  /// insertion point (the body of the kernel function).
+  void emit(mlir::Value nBegin, mlir::Value nEnd);
+
+private:
+  // DotKernels.cpp: B stored as W[N, K], fewer rows than a register tile.
+  void emitDots(mlir::Value nBegin, mlir::Value nEnd);
+  void emitRowDot(mlir::ImplicitLocOpBuilder &ib, mlir::Value m, mlir::Value n,
+                  mlir::Value k, mlir::Value kFull);
+  void storeDot(mlir::ImplicitLocOpBuilder &ib, mlir::Value acc,
+                mlir::Value row, mlir::Value col);
+  void emitDotTile(mlir::ImplicitLocOpBuilder &ib, mlir::Value m0, int64_t mr,
+                   mlir::Value n0, int64_t nr, mlir::Value k,
+                   mlir::Value kFull);
+
+  // PackedGemm.cpp: the packed, register-tiled loop nest.
+  void emitPacked(mlir::Value nBegin, mlir::Value nEnd);
+  void emitPanel(mlir::ImplicitLocOpBuilder &ib, mlir::Value panel,
+                 mlir::Value m0, mlir::Value k0, mlir::Value kc, int64_t mr);
+  void emitPack(mlir::ImplicitLocOpBuilder &ib, mlir::Value packed,
+                mlir::Value n0, mlir::Value k0, mlir::Value nc, mlir::Value kc,
+                mlir::Value ncTiles);
+  void emitTile(mlir::ImplicitLocOpBuilder &ib, mlir::Value packed,
+                mlir::Value panel, mlir::Value m0, mlir::Value n0,
+                mlir::Value n1, mlir::Value k0, mlir::Value kc, mlir::Value k,
+                int64_t mr);
+
+  // Epilogues.cpp: the fused element-wise epilogue on vectors.
+  llvm::SmallVector<mlir::Value> readRowVectors(mlir::ImplicitLocOpBuilder &ib,
+                                                mlir::Value col);
+  void storeEpilogue(mlir::ImplicitLocOpBuilder &ib, mlir::Value acc,
+                     mlir::Value row, mlir::Value col,
+                     llvm::ArrayRef<mlir::Value> rowVectors);
+
+  mlir::Value index(int64_t v);
+  mlir::Value index(mlir::ImplicitLocOpBuilder &ib, int64_t v);
+  /// M, the rows of C.
+  mlir::Value rowsOfA();
+  /// ceil(v / multiple) * multiple.
+  mlir::Value roundUp(mlir::ImplicitLocOpBuilder &ib, mlir::Value v,
+                      int64_t multiple);
+
+  mlir::ImplicitLocOpBuilder &b;
+  MatmulOperands ops;
+  const CpuCostModel &model;
+  /// f32 lanes per vector, rows and columns of a register tile.
+  int64_t lanes, rows, cols;
+  bool zeroInit;
+  const KernelEpilogue *epilogue;
+  mlir::Type f32;
+  mlir::VectorType vecType;
+  mlir::Value zeroF, zeroV; // 0.0 and a vector of zeros, at the kernel's entry
+};
+
+/// The operand type every kernel takes: any 2-D f32 buffer with unit
+/// innermost stride.
+mlir::MemRefType kernelOperandType(mlir::MLIRContext *context);
+
+/// The kernel function for A stored as [M, K] or [K, M] and B as [K, N]
+/// or [N, K], starting from C or from zeros, with or without an epilogue:
+/// one per module and kind, internal, shared by every product of that
+/// kind:
+///   (A, B, C, nBegin, nEnd, E1..En, Out) computes C[:, nBegin:nEnd] += A
+///   * B (C = A * B with `zeroInit`), or, with an epilogue, Out[:,
+///   nBegin:nEnd] = epilogue(A * B, E1..En) (C then holds partial sums
+///   when K spans several blocks, and is not written otherwise).
+/// `epilogueIndex` numbers the module's distinct epilogues (-1: none).
+mlir::func::FuncOp getOrCreateKernel(mlir::ModuleOp module,
+                                     const MatmulOperands &operands,
+                                     const CpuCostModel &model, bool zeroInit,
+                                     const Epilogue *epilogue,
+                                     int epilogueIndex);
+
+/// The entry of the products of `kernel`: (A, B, C, E1..En, Out), the
+/// kernel over all columns, split by column tiles over the context's
+/// thread pool when the cost model says the product is large enough.
+mlir::func::FuncOp getOrCreateDispatcher(mlir::ModuleOp module,
+                                         mlir::func::FuncOp kernel,
+                                         bool transposedA,
+                                         const CpuCostModel &model);
+
+} // namespace attn
+
+#endif // ATTN_CODEGEN_MATMULTOVECTOR_MATMULKERNELS_H
