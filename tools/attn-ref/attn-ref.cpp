@@ -251,7 +251,7 @@ FailureOr<Tensor> hyperVector(ModuleOp module, llvm::StringRef spec) {
 /// Writes chosen buffers of every parameter to a safetensors file, each
 /// under its prefix.
 int writeBuffers(Evaluator &evaluator, llvm::StringRef path,
-                 llvm::ArrayRef<std::pair<ParamBufferKind, llvm::StringRef>>
+                 llvm::ArrayRef<std::pair<attn::ParamBuffer, llvm::StringRef>>
                      which) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (auto [buffer, prefix] : which)
@@ -296,12 +296,12 @@ int loadMoments(Evaluator &evaluator) {
     return fail(llvm::toString(tensors.takeError()));
   for (auto &[name, tensor] : *tensors) {
     llvm::StringRef param = name;
-    ParamBufferKind buffer = ParamBufferKind::FirstMoment;
+    attn::ParamBuffer buffer = attn::ParamBuffer::first_moment;
     // A checkpoint's weights and step count are not moments.
     if (param == "optim.step" || evaluator.declaresParameter(param))
       continue;
     if (!param.consume_front("optim.m.")) {
-      buffer = ParamBufferKind::SecondMoment;
+      buffer = attn::ParamBuffer::second_moment;
       if (!param.consume_front("optim.v.") ||
           !evaluator.declaresParameter(param))
         param = "";
@@ -454,14 +454,14 @@ int runFunction(Evaluator &evaluator, llvm::ArrayRef<Tensor> argValues) {
     return kExitError;
   if (!gradsOut.empty())
     if (int status = writeBuffers(evaluator, gradsOut,
-                                  {{ParamBufferKind::Grad, ""}}))
+                                  {{attn::ParamBuffer::grad, ""}}))
       return status;
   if (!stateOut.empty())
     if (int status = writeBuffers(
             evaluator, stateOut,
-            {{ParamBufferKind::Value, ""},
-             {ParamBufferKind::FirstMoment, "optim.m."},
-             {ParamBufferKind::SecondMoment, "optim.v."}}))
+            {{attn::ParamBuffer::value, ""},
+             {attn::ParamBuffer::first_moment, "optim.m."},
+             {attn::ParamBuffer::second_moment, "optim.v."}}))
       return status;
   return writeResults(*results);
 }

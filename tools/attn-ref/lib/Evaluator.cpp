@@ -133,9 +133,9 @@ SmallVector<std::string> Evaluator::getUnsetParameters() const {
   return unset;
 }
 
-LogicalResult Evaluator::setBuffer(ParamBufferKind buffer, StringRef name,
+LogicalResult Evaluator::setBuffer(ParamBuffer buffer, StringRef name,
                                    Tensor value) {
-  if (buffer == ParamBufferKind::Value)
+  if (buffer == ParamBuffer::value)
     return setParameter(name, std::move(value));
   if (failed(adoptParameterValue(module, declared, name,
                                  "buffer of parameter ", value)))
@@ -144,13 +144,13 @@ LogicalResult Evaluator::setBuffer(ParamBufferKind buffer, StringRef name,
   return success();
 }
 
-FailureOr<Tensor> Evaluator::getBuffer(ParamBufferKind buffer,
+FailureOr<Tensor> Evaluator::getBuffer(ParamBuffer buffer,
                                        StringRef name) {
   auto type = declared.find(name);
   if (type == declared.end())
     return emitError(module.getLoc())
            << "the model has no parameter '" << name << "'";
-  if (buffer == ParamBufferKind::Value) {
+  if (buffer == ParamBuffer::value) {
     auto it = parameters.find(name);
     if (it == parameters.end())
       return emitError(module.getLoc())
@@ -165,18 +165,18 @@ FailureOr<Tensor> Evaluator::getBuffer(ParamBufferKind buffer,
 }
 
 /// The key of `buffer` of parameter `name` in `written`.
-static std::string writtenKey(ParamBufferKind buffer, StringRef name) {
+static std::string writtenKey(ParamBuffer buffer, StringRef name) {
   return (Twine(static_cast<int>(buffer)) + ":" + name).str();
 }
 
-bool Evaluator::wasWritten(ParamBufferKind buffer, StringRef name) const {
+bool Evaluator::wasWritten(ParamBuffer buffer, StringRef name) const {
   return written.contains(writtenKey(buffer, name));
 }
 
-void Evaluator::storeParam(ParamBufferKind buffer, StringRef name,
+void Evaluator::storeParam(ParamBuffer buffer, StringRef name,
                            Tensor value) {
   written.insert(writtenKey(buffer, name));
-  if (buffer == ParamBufferKind::Value) {
+  if (buffer == ParamBuffer::value) {
     wroteValues = true;
     parameters[name] = std::move(value);
     return;

@@ -219,20 +219,6 @@ static CrossEntropyOptions crossEntropyOptions(std::optional<uint64_t> ignore,
   return options;
 }
 
-static ParamBufferKind toKind(ParamBuffer buffer) {
-  switch (buffer) {
-  case ParamBuffer::value:
-    return ParamBufferKind::Value;
-  case ParamBuffer::grad:
-    return ParamBufferKind::Grad;
-  case ParamBuffer::first_moment:
-    return ParamBufferKind::FirstMoment;
-  case ParamBuffer::second_moment:
-    return ParamBufferKind::SecondMoment;
-  }
-  llvm_unreachable("unknown parameter buffer");
-}
-
 //===----------------------------------------------------------------------===//
 // Evaluating one op
 //===----------------------------------------------------------------------===//
@@ -651,7 +637,7 @@ LogicalResult Evaluator::evaluateCall(func::CallOp callOp, Frame &frame,
 LogicalResult Evaluator::readParam(GetParamOp getParam, Frame &frame) {
   Operation *op = getParam;
   OpEval e{op, frame};
-  if (wasWritten(toKind(getParam.getBuffer()), getParam.getName()))
+  if (wasWritten(getParam.getBuffer(), getParam.getName()))
     return opError(op) << "reads " << stringifyParamBuffer(getParam.getBuffer())
                        << " of '" << getParam.getName()
                        << "' after this call wrote it (a function reads a "
@@ -664,7 +650,7 @@ LogicalResult Evaluator::readParam(GetParamOp getParam, Frame &frame) {
     return e.result(it->second);
   }
   FailureOr<Tensor> value =
-      getBuffer(toKind(getParam.getBuffer()), getParam.getName());
+      getBuffer(getParam.getBuffer(), getParam.getName());
   if (failed(value))
     return failure();
   return e.result(std::move(*value));
@@ -676,7 +662,7 @@ LogicalResult Evaluator::readParam(GetParamOp getParam, Frame &frame) {
 LogicalResult Evaluator::readParamBuffer(GetParamBufferOp getParamBuffer,
                                          Frame &frame) {
   Operation *op = getParamBuffer;
-  ParamBufferKind kind = toKind(getParamBuffer.getBuffer());
+  ParamBuffer kind = getParamBuffer.getBuffer();
   int64_t size;
   SmallVector<ParamSlot> slots = computeParamLayout(module, size);
   Tensor flat(DType::F32, {size});
@@ -708,7 +694,7 @@ LogicalResult Evaluator::writeParamBuffer(SetParamBufferOp setParamBuffer,
   for (ParamSlot slot : slots) {
     RankedTensorType type = slot.param.getTensorType();
     auto begin = flat.getData().begin() + slot.offset;
-    storeParam(toKind(setParamBuffer.getBuffer()), slot.param.getSymName(),
+    storeParam(setParamBuffer.getBuffer(), slot.param.getSymName(),
                Tensor(*getDType(type), type.getShape(),
                       std::vector<double>(begin,
                                           begin + type.getNumElements())));
@@ -742,7 +728,7 @@ std::optional<LogicalResult> Evaluator::evaluateStateOp(Operation *op,
           return opError(op) << "writes " << value.describe()
                              << " to parameter '" << setParam.getName()
                              << "'";
-        storeParam(toKind(setParam.getBuffer()), setParam.getName(), value);
+        storeParam(setParam.getBuffer(), setParam.getName(), value);
         return success();
       })
       .Case([&](KVCacheAppendOp append) {

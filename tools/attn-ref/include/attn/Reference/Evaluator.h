@@ -17,6 +17,7 @@
 #ifndef ATTN_REFERENCE_EVALUATOR_H
 #define ATTN_REFERENCE_EVALUATOR_H
 
+#include "attn/Dialect/IR/AttnOps.h"
 #include "attn/Reference/Tensor.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -33,13 +34,6 @@ class FuncOp;
 } // namespace func
 } // namespace mlir
 
-namespace attn {
-class GetParamOp;
-class GetParamBufferOp;
-class SetParamBufferOp;
-class KVCacheAppendOp;
-} // namespace attn
-
 namespace attn::reference {
 
 struct AttentionOptions;
@@ -54,8 +48,6 @@ struct EvaluatorOptions {
   std::optional<uint64_t> seed;
 };
 
-/// The buffers a parameter has in the model context (attn::ParamBuffer).
-enum class ParamBufferKind { Value, Grad, FirstMoment, SecondMoment };
 
 class Evaluator {
 public:
@@ -77,11 +69,11 @@ public:
 
   /// Sets the gradient or a moment of a declared parameter (checked as
   /// setParameter checks values). Unset ones read as zeros.
-  mlir::LogicalResult setBuffer(ParamBufferKind buffer, llvm::StringRef name,
+  mlir::LogicalResult setBuffer(ParamBuffer buffer, llvm::StringRef name,
                                 Tensor value);
   /// The tensor buffer `buffer` of parameter `name` holds: its value (which
   /// must be set), or its gradient or moment (zeros when never set).
-  mlir::FailureOr<Tensor> getBuffer(ParamBufferKind buffer,
+  mlir::FailureOr<Tensor> getBuffer(ParamBuffer buffer,
                                     llvm::StringRef name);
 
   /// Runs the function `name` on `inputs`, which must match its argument
@@ -139,10 +131,10 @@ private:
                            mlir::Value seed, std::optional<uint64_t> stream,
                            const Frame &frame) const;
   /// Whether the running entry point wrote `buffer` of parameter `name`.
-  bool wasWritten(ParamBufferKind buffer, llvm::StringRef name) const;
+  bool wasWritten(ParamBuffer buffer, llvm::StringRef name) const;
   /// attn.set_param's store: `value` becomes `buffer` of parameter `name`,
   /// marked written.
-  void storeParam(ParamBufferKind buffer, llvm::StringRef name, Tensor value);
+  void storeParam(ParamBuffer buffer, llvm::StringRef name, Tensor value);
 
   mlir::ModuleOp module;
   EvaluatorOptions options;
@@ -155,7 +147,7 @@ private:
   /// The length of every cache slot when the running entry point was
   /// called; nothing when the slots disagree.
   std::optional<int64_t> entryCacheLength;
-  /// The gradient and moments of the parameters (index: ParamBufferKind - 1).
+  /// The gradient and moments of the parameters (index: ParamBuffer - 1).
   llvm::StringMap<Tensor> buffers[3];
   /// The buffers written by attn.set_param in the running entry point, as
   /// "<kind>:<name>": a later read of one breaks the op contract.
