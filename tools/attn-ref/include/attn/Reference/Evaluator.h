@@ -106,7 +106,8 @@ private:
   mlir::FailureOr<llvm::SmallVector<Tensor>> call(mlir::func::FuncOp function,
                                                   llvm::ArrayRef<Tensor> inputs,
                                                   unsigned depth);
-  /// Computes the results of `op` into `frame`.
+  /// Computes the results of `op` into `frame` (OpEvaluation.cpp, one
+  /// function per family of ops).
   mlir::LogicalResult evaluate(mlir::Operation *op, Frame &frame,
                                unsigned depth);
   /// The ops that read or write the evaluator's state (calls, parameters,
