@@ -184,6 +184,7 @@ struct TiledSdpa {
     return SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel);
   }
 
+  // The stages and their helpers, each described where it is defined.
   ValueRange buildLoopNest(OpBuilder &b, Location loc) const;
   SmallVector<Value> buildQueryTile(OpBuilder &b, Location loc, Value batch,
                                     Value head, Value t0,

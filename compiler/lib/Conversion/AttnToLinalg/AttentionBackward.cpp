@@ -151,6 +151,7 @@ struct TiledSdpaGrad {
                                  element);
   }
 
+  // The stages and their helpers, each described where it is defined.
   ValueRange buildLoopNest(OpBuilder &b, Location loc) const;
   Value hiddenAt(OpBuilder &nb, Location l, const Block &block) const;
   Value causalKeyEnd(OpBuilder &b, Location loc, Value t0, Value rows) const;
