@@ -9,9 +9,11 @@ JOBS     ?= $(shell nproc)
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 600
 
-# Debian 12 packages the build and the tests need.
+# Debian 12 packages the build and the tests need (python3-torch and
+# python3-numpy: the tests that check numerics against PyTorch and numpy).
 PACKAGES := llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 \
-            lld-22 cmake ninja-build ccache libgtest-dev python3
+            lld-22 cmake ninja-build ccache libgtest-dev python3 \
+            python3-numpy python3-torch
 
 CMAKE_FLAGS := -G Ninja \
   -DCMAKE_BUILD_TYPE=Release \

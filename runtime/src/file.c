@@ -48,6 +48,9 @@ attn_status attn_file_read(FILE *f, const char *path, void *buf, size_t n) {
   return attn_fail(ATTN_ERR_FORMAT, "%s: file is truncated", path);
 }
 
+/* Told apart by process id and this counter, the temporary files of two
+ * writes never collide, even from two threads of one process writing next
+ * to the same file: the counter is process-wide for that reason. */
 static atomic_uint tmp_counter;
 
 attn_status attn_atomic_open(attn_atomic_file *af, const char *path) {

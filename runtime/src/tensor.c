@@ -71,9 +71,8 @@ void *attn_aligned_malloc(size_t size) {
    * activation arena) is aligned to 2 MiB and asked for transparent huge
    * pages: the products stream it with far fewer TLB misses. Debian's
    * default THP mode is `madvise`, which gives huge pages only to regions
-   * that ask. Measured side by side: gpt2_small's decode step 1.12-1.15x
-   * faster on one thread, train steps and forwards 1.04-1.05x (docs/
-   * Runtime.md). A kernel without THP ignores the advice. */
+   * that ask (measurements: docs/Runtime.md). A kernel without THP ignores
+   * the advice. */
   if (rounded >= ATTN_HUGE_PAGE) {
     size_t whole = (rounded + ATTN_HUGE_PAGE - 1) & ~(ATTN_HUGE_PAGE - 1);
     if (whole < rounded)

@@ -20,16 +20,12 @@
  * Such a pool also pins each worker to a core of its own, the caller's core
  * left out: Linux wakes a thread on the core of the thread that woke it
  * when it can, and a worker woken onto the caller's core then shares it for
- * as long as both stay busy. char_gpt's forward at B=1 on 2 threads spent
- * whole phases at 11-12 ms a call (the 1-thread time) with both threads on
- * one core, and 6.7 ms otherwise. The caller is the application's thread
+ * as long as both stay busy, as slow as one thread (measurements:
+ * docs/Runtime.md). The caller is the application's thread
  * and stays unpinned, but a loop that finds it on a worker's core (where
  * the scheduler put it back after another process ran) moves it to the core
  * it had when the pool was made for the loop, and then gives it back its
- * affinity: with the 1-thread process's calls just before each 2-thread
- * run, as `make bench` does, char_gpt's 2-thread forward at B=1 went from a
- * median of 8.4-9.0 to 7.6-7.7 ms a call (two interleaved runs of 50 calls
- * each). ATTN_PIN_THREADS=0 leaves every thread unpinned.
+ * affinity. ATTN_PIN_THREADS=0 leaves every thread unpinned.
  *
  *===----------------------------------------------------------------------===*/
 

@@ -1,4 +1,4 @@
-// RUN: attnc-opt --attn-autodiff --split-input-file --verify-diagnostics %s | FileCheck %s
+// RUN: attnc-opt --attn-autodiff --attn-build-train-step --split-input-file --verify-diagnostics %s | FileCheck %s
 
 // Tests that every dropout of the loss gets the seed and a stream of its own
 // in <loss>_grad, that the adjoint of a dropout is the same dropout (same

@@ -38,7 +38,7 @@ llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
                                      llvm::cl::init("-"),
                                      llvm::cl::cat(category));
 llvm::cl::opt<std::string> function("fn", llvm::cl::desc("Function to run"),
-                                    llvm::cl::init("forward"),
+                                    llvm::cl::init(ATTN_ENTRY_FORWARD),
                                     llvm::cl::cat(category));
 llvm::cl::opt<std::string> weights("w",
                                    llvm::cl::desc("Parameters (safetensors)"),

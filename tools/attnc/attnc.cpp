@@ -10,6 +10,7 @@
 
 #include "Linker.h"
 
+#include "attn/Dialect/Transforms/EntryPoints.h"
 #include "attn/Frontend/AST.h"
 #include "attn/Frontend/Frontend.h"
 #include "attn/InitAll.h"
@@ -31,7 +32,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -64,12 +64,15 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: "
                                                   "standard output for emit)"),
                                     cl::value_desc("file"), cl::init(""),
                                     cl::cat(attncCategory));
-cl::opt<std::string>
-    stageOption("stage", cl::desc("Stage to print with `emit`: tokens, ast, "
-                                  "params, attn, attn-opt, attn-grad, "
-                                  "loops, llvm-mlir, llvm, asm"),
-                cl::value_desc("stage"), cl::init("attn-opt"),
-                cl::cat(attncCategory));
+/// `--stage`'s help, naming the stages.
+const std::string &stageHelp() {
+  static const std::string help =
+      "Stage to print with `emit`: " + attn::allStageNames().str();
+  return help;
+}
+cl::opt<std::string> stageOption("stage", cl::desc(stageHelp()),
+                                 cl::value_desc("stage"), cl::init("attn-opt"),
+                                 cl::cat(attncCategory));
 cl::opt<std::string> targetOption("target",
                                   cl::desc("Target CPU: host (default), "
                                            "x86-64-v3 (AVX2), x86-64-v4 "
@@ -120,18 +123,24 @@ cl::opt<bool> timingOption("timing",
                                     "pass)"),
                            cl::cat(attncCategory));
 
-const char *kOverview = R"(attnc: ahead-of-time compiler for Transformer models
+/// The overview `--help` starts with.
+std::string overview() {
+  return llvm::formatv(
+             R"(attnc: ahead-of-time compiler for Transformer models
 
 Commands:
   attnc check   MODEL.tfm                   parse and verify; prints diagnostics
   attnc emit    MODEL.tfm --stage S [-o F]  print one stage of the pipeline:
-                tokens, ast, params, attn, attn-opt, loops, llvm-mlir, llvm, asm
+                {0}
   attnc compile MODEL.tfm -o NAME.o         object file + C header
   attnc build   MODEL.tfm -o NAME           standalone executable
   (an .mlir file of attn IR is accepted instead of a .tfm model)
 
 Exit status: 0 on success, 1 on an error in the input, 2 on bad usage.
-)";
+)",
+             attn::allStageNames())
+      .str();
+}
 
 int usageError(const llvm::Twine &message) {
   llvm::errs() << "attnc: error: " << message << "\n";
@@ -279,8 +288,7 @@ PassCpuTimes *passCpuTimes = nullptr;
 bool wantsTraining() {
   return entryOption.empty() ||
          llvm::any_of(entryOption, [](const std::string &name) {
-           return name == "train_step" ||
-                  llvm::StringRef(name).ends_with("_grad");
+           return attn::entry::isTrainingName(name);
          });
 }
 
@@ -340,54 +348,24 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
 }
 
 /// --entry: keeps only the entry points named and those they call
-/// (`train_step` calls `<loss>_grad`); the others become private, and
-/// disappear when nothing calls them. Fails with a usage message naming
-/// the entry points there are when a name is not one of them.
+/// (attn-select-entry-points). Fails with a usage message naming the entry
+/// points there are when a name is not one of them.
 LogicalResult selectEntryPoints(ModuleOp module) {
   if (entryOption.empty())
     return success();
-  llvm::SmallVector<func::FuncOp> entries;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func.isPublic() && !func.isExternal())
-      entries.push_back(func);
-  for (const std::string &name : entryOption)
-    if (!llvm::any_of(entries, [&](func::FuncOp f) {
-          return f.getSymName() == name;
-        })) {
-      std::string names;
-      for (func::FuncOp f : entries)
-        names += (names.empty() ? "" : ", ") + f.getSymName().str();
-      usageError("--entry: the model has no entry point '" + name +
-                 "'; it has " + names);
-      return failure();
-    }
-  // The entry points asked for, and those they call (train_step calls
-  // <loss>_grad).
-  llvm::StringSet<> kept;
-  SmallVector<func::FuncOp> work;
-  for (func::FuncOp func : entries)
-    if (llvm::is_contained(entryOption, func.getSymName())) {
-      kept.insert(func.getSymName());
-      work.push_back(func);
-    }
-  while (!work.empty()) {
-    func::FuncOp func = work.pop_back_val();
-    func.walk([&](func::CallOp call) {
-      auto callee = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
-      if (callee && callee.isPublic() && !callee.isExternal() &&
-          kept.insert(callee.getSymName()).second)
-        work.push_back(callee);
-    });
-  }
-  for (func::FuncOp func : entries) {
-    if (kept.contains(func.getSymName()))
-      continue;
-    if (SymbolTable::symbolKnownUseEmpty(func, module))
-      func.erase();
-    else
-      func.setPrivate();
-  }
-  return success();
+  attn::AttnSelectEntryPointsOptions select;
+  select.entries.assign(entryOption.begin(), entryOption.end());
+  PassManager pm(module.getContext());
+  pm.addPass(attn::createAttnSelectEntryPoints(select));
+  std::string message;
+  ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &d) {
+    message = d.str();
+    return success();
+  });
+  if (succeeded(pm.run(module)))
+    return success();
+  usageError("--entry: " + message);
+  return failure();
 }
 
 std::string printModule(ModuleOp module) {
@@ -701,7 +679,7 @@ int main(int argc, char **argv) {
   // --help lists attnc's own options; --help-hidden everything (MLIR's
   // --mlir-* options and LLVM's code generation flags work too).
   cl::HideUnrelatedOptions(attncCategory);
-  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &llvm::errs()))
+  if (!cl::ParseCommandLineOptions(argc, argv, overview(), &llvm::errs()))
     return kUsageError;
 
   llvm::StringRef command = commandName;

@@ -15,6 +15,7 @@
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/IR/AttnDialect.h"
 #include "attn/Dialect/Transforms/Passes.h"
+#include "attn/EntryPoints/Passes.h"
 #include "attn/Pipeline/Pipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -39,6 +40,7 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
 inline void registerAllPasses() {
   mlir::registerAllPasses();
   registerAttnConversionPasses();
+  registerAttnEntryPointsPasses();
   registerAttnTransformsPasses();
   registerAttnCodegenPasses();
   registerAttnPipelines();

@@ -26,7 +26,7 @@
 #include "attn/Codegen/Passes.h"
 
 #include "BufferUses.h"
-#include "attn/Conversion/Passes.h"
+#include "attn/EntryPoints/ArgAttributes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

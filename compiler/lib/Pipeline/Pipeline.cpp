@@ -1,8 +1,6 @@
 //===- Pipeline.cpp - The attnc compilation pipeline ----------------------===//
 //
-// Which passes run between the stages of the pipeline. Stages past `attn-opt`
-// arrive with the code generation issues; until then they are reported as
-// unavailable rather than silently skipped.
+// The stages of the pipeline and which passes run between them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +11,7 @@
 #include "attn/Codegen/Passes.h"
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Transforms/Passes.h"
+#include "attn/EntryPoints/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -26,59 +25,37 @@
 #include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <iterator>
 
 using namespace mlir;
 
 namespace attn {
 
+/// The `--stage` name of each stage, in the order of `Stage`.
+static constexpr llvm::StringLiteral kStageNames[] = {
+    "tokens",    "ast",   "params",    "attn", "attn-opt",
+    "attn-grad", "loops", "llvm-mlir", "llvm", "asm"};
+static_assert(std::size(kStageNames) == static_cast<size_t>(Stage::Asm) + 1,
+              "one name per stage");
+
 std::optional<Stage> parseStage(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<Stage>>(name)
-      .Case("tokens", Stage::Tokens)
-      .Case("ast", Stage::AST)
-      .Case("params", Stage::Params)
-      .Case("attn", Stage::Attn)
-      .Case("attn-opt", Stage::AttnOpt)
-      .Case("attn-grad", Stage::AttnGrad)
-      .Case("loops", Stage::Loops)
-      .Case("llvm-mlir", Stage::LLVMMLIR)
-      .Case("llvm", Stage::LLVMIR)
-      .Case("asm", Stage::Asm)
-      .Default(std::nullopt);
+  for (auto [index, stageName] : llvm::enumerate(kStageNames))
+    if (name == stageName)
+      return static_cast<Stage>(index);
+  return std::nullopt;
 }
 
 llvm::StringRef stageName(Stage stage) {
-  switch (stage) {
-  case Stage::Tokens:
-    return "tokens";
-  case Stage::AST:
-    return "ast";
-  case Stage::Params:
-    return "params";
-  case Stage::Attn:
-    return "attn";
-  case Stage::AttnOpt:
-    return "attn-opt";
-  case Stage::AttnGrad:
-    return "attn-grad";
-  case Stage::Loops:
-    return "loops";
-  case Stage::LLVMMLIR:
-    return "llvm-mlir";
-  case Stage::LLVMIR:
-    return "llvm";
-  case Stage::Asm:
-    return "asm";
-  }
-  llvm_unreachable("unknown stage");
+  return kStageNames[static_cast<size_t>(stage)];
 }
 
 llvm::StringRef allStageNames() {
-  return "tokens, ast, params, attn, attn-opt, attn-grad, loops, llvm-mlir, "
-         "llvm, asm";
+  static const std::string names =
+      llvm::join(std::begin(kStageNames), std::end(kStageNames), ", ");
+  return names;
 }
-
-bool isStageImplemented(Stage stage) { return stage <= Stage::Asm; }
 
 /// Both targets' way from attn-opt to linalg on buffers: parameters bound,
 /// attn lowered to linalg on tensors, bufferised (results allocated,
@@ -216,11 +193,9 @@ static void buildGpuLLVMPipeline(OpPassManager &pm, llvm::StringRef chip) {
 /// The conversions that work on one function at a time run nested on each
 /// `func.func` (spread over the context's threads), the ones that need the
 /// whole module (signatures, declarations of library functions, the final
-/// casts) on the module: char_gpt compiles in 1 s less CPU and 2.3 s less
-/// wall time than with every conversion over the whole module, and
-/// gpt2_small's peak memory drops from 2094 to 1788 MiB (a conversion keeps
-/// what it replaces until it is done: now one function's worth at a time;
-/// the rest of the peak is the LLVM-dialect module itself).
+/// casts) on the module: the functions convert in parallel, and a
+/// conversion, which keeps what it replaces until it is done, holds one
+/// function's worth at a time (docs/Codegen.md, Compile time).
 static void buildLLVMPipeline(OpPassManager &pm) {
   OpPassManager &functions = pm.nest<func::FuncOp>();
   // Transfers of rank > 1 (edge blocks of the packing) become 1-D ones.
@@ -259,6 +234,7 @@ static void buildLLVMPipeline(OpPassManager &pm) {
 
 static void addAttnGradPasses(OpPassManager &pm) {
   pm.addPass(createAttnAutodiff());
+  pm.addPass(createAttnBuildTrainStep());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // After CSE: each sdpa_grad's output operand is then the forward's sdpa.

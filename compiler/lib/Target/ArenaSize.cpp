@@ -38,7 +38,8 @@ private:
       return std::nullopt;
     if (t.shape[index] >= 0)
       return t.shape[index];
-    if (t.kind != 1) // the caches: sized by the context, not by the call
+    // The caches are sized by the context, not by the call.
+    if (t.kind != ATTN_ARG_INPUT)
       return std::nullopt;
     if (index < static_cast<int64_t>(t.maxShape.size()) &&
         t.maxShape[index] >= 0)

@@ -15,9 +15,39 @@
 
 namespace attn {
 
-static const char *dtypeName(int dtype) {
-  static const char *names[] = {"f32", "bf16", "i32", "i64", "bool"};
-  return dtype >= 0 && dtype < 5 ? names[dtype] : "?";
+static const char *dtypeName(attn_dtype dtype) {
+  switch (dtype) {
+  case ATTN_F32:
+    return "f32";
+  case ATTN_BF16:
+    return "bf16";
+  case ATTN_I32:
+    return "i32";
+  case ATTN_I64:
+    return "i64";
+  case ATTN_BOOL:
+    return "bool";
+  }
+  return "?";
+}
+
+/// What a training entry point does with an argument of `kind` in the
+/// context; null for the other kinds.
+static const char *trainingUse(attn_arg_kind kind) {
+  switch (kind) {
+  case ATTN_ARG_GRADS:
+    return "writes the gradient buffer";
+  case ATTN_ARG_FIRST_MOMENT:
+    return "updates the first moments";
+  case ATTN_ARG_SECOND_MOMENT:
+    return "updates the second moments";
+  case ATTN_ARG_HYPER:
+    return "reads the hyperparameters";
+  case ATTN_ARG_SEED:
+    return "draws dropout masks from the seed of the step";
+  default:
+    return nullptr;
+  }
 }
 
 /// `i32[B, T]`, as the model language writes a type.
@@ -39,11 +69,11 @@ static std::string describe(const TensorInfo &t) {
   return text;
 }
 
-std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  std::string n = info.name;
-  std::string guard = llvm::StringRef(n).upper() + "_H";
+/// The file's comment, include guard and includes, the model info's
+/// declaration and the sizes of the parameters and the cache.
+static void emitPreamble(llvm::raw_ostream &os, const ModelInfo &info,
+                         llvm::StringRef source, const std::string &n,
+                         const std::string &guard) {
   int64_t numParams = 0;
   for (const ParamInfo &p : info.params) {
     int64_t size = 1;
@@ -80,7 +110,11 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
        << "#define " << llvm::StringRef(n).upper()
        << "_KV_CACHE_BYTES_PER_POSITION "
        << info.kvCacheFloatsPerPosition * 4 << "LL\n";
-  // The largest arena of any entry point, when every one is known.
+}
+
+/// The largest arena of any entry point, when every one is known.
+static void emitArenaSize(llvm::raw_ostream &os, const ModelInfo &info,
+                          const std::string &n) {
   int64_t arenaBytes = 0, arenaBytesPerBatch = 0;
   for (const EntryInfo &e : info.entries) {
     if (arenaBytes < 0 || e.arenaBytes < 0) {
@@ -104,6 +138,12 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
        << arenaBytes << "LL\n"
        << "#define " << llvm::StringRef(n).upper() << "_ARENA_BYTES_PER_BATCH "
        << arenaBytesPerBatch << "LL\n";
+}
+
+/// The context's type and its functions: create, destroy, error, init,
+/// load, save.
+static void emitContextFunctions(llvm::raw_ostream &os,
+                                 const std::string &n) {
   os << "\n"
      << "typedef struct " << n << "_ctx " << n << "_ctx;\n"
      << "typedef attn_options " << n << "_options;\n\n"
@@ -135,7 +175,11 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
      << "static inline int " << n << "_save(" << n
      << "_ctx *ctx, const char *safetensors_path) {\n"
      << "  return attn_save_safetensors((attn_ctx *)ctx, safetensors_path);\n}\n";
+}
 
+/// What the training entry points do with the context's buffers.
+static void emitTrainingComment(llvm::raw_ostream &os, const ModelInfo &info,
+                                const std::string &n) {
   if (info.train)
     os << "\n/* Training (the model's train { } section: loss fn '"
        << info.train->lossFn << "').\n"
@@ -152,100 +196,101 @@ std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
        << " * with the context's hyperparameters (learning rate of the step, "
           "betas, eps,\n"
        << " * weight decay, clip norm, step count) and dropout seed. */\n";
+}
 
-  for (const EntryInfo &e : info.entries) {
-    std::vector<const TensorInfo *> inputs;
-    bool training = false;
-    std::vector<std::string> uses;
-    for (const TensorInfo &a : e.args) {
-      if (a.kind == 1)
-        inputs.push_back(&a);
-      if (a.kind >= 4 && a.kind <= 8) // GRADS .. SEED
-        training = true;
-      switch (a.kind) {
-      case 4:
-        uses.push_back("writes the gradient buffer");
-        break;
-      case 5:
-        uses.push_back("updates the first moments");
-        break;
-      case 6:
-        uses.push_back("updates the second moments");
-        break;
-      case 7:
-        uses.push_back("reads the hyperparameters");
-        break;
-      case 8:
-        uses.push_back("draws dropout masks from the seed of the step");
-        break;
-      default:
-        break;
-      }
+/// The comment and the typed wrapper of one entry point: a training entry
+/// point hands back its loss as a float, any other its results as tensors.
+static void emitEntry(llvm::raw_ostream &os, const EntryInfo &e,
+                      const std::string &n) {
+  std::vector<const TensorInfo *> inputs;
+  bool training = false;
+  std::vector<std::string> uses;
+  for (const TensorInfo &a : e.args) {
+    if (a.kind == ATTN_ARG_INPUT)
+      inputs.push_back(&a);
+    if (const char *use = trainingUse(a.kind)) {
+      training = true;
+      uses.push_back(use);
     }
-    // Training entry points return scalars (the loss; train_step also the
-    // gradient norm): the wrapper hands back the loss as a float.
-    bool scalarLoss = training && !e.results.empty() &&
-                      e.results[0].dtype == 0 && e.results[0].shape.empty();
-    os << "\n/* " << e.name << "(";
-    for (size_t i = 0; i < inputs.size(); ++i)
-      os << (i ? ", " : "") << inputs[i]->name << ": " << describe(*inputs[i]);
-    os << ") -> ";
-    for (size_t i = 0; i < e.results.size(); ++i)
-      os << (i ? ", " : "") << describe(e.results[i]);
-    if (e.arenaBytes >= 0)
-      os << "\n * Activations: " << e.arenaBytes
-         << " bytes at batch 1 and the model's bounds, + "
-         << e.arenaBytesPerBatch << " per further sequence (in the "
-         << "context's arena).";
-    if (!uses.empty()) {
-      os << "\n * In the context, it ";
-      for (size_t i = 0; i < uses.size(); ++i)
-        os << (i == 0 ? "" : i + 1 == uses.size() ? " and " : ", ") << uses[i];
-      os << (e.name == "train_step" ? "; the parameters are updated in place"
-                                    : "");
-      os << ".";
-    }
-    if (scalarLoss) {
-      os << "\n * Inputs are borrowed. *loss (may be NULL) receives the loss"
-         << (e.results.size() > 1
-                 ? "; the other results (e.g. the gradient norm) are "
-                   "available through attn_run"
-                 : "")
-         << ". */\n";
-    } else {
-      os << "\n * Inputs are borrowed. "
-         << (e.results.size() == 1
-                 ? "*out receives the result"
-                 : "out[0.." + std::to_string(e.results.size() - 1) +
-                       "] receive the results")
-         << ", owning its data:\n * free with attn_tensor_release(). */\n";
-    }
-    os << "static inline int " << n << "_" << e.name << "(" << n << "_ctx *ctx";
-    for (const TensorInfo *t : inputs)
-      os << ", const attn_tensor *" << t->name;
-    os << (scalarLoss ? ", float *loss) {\n" : ", attn_tensor *out) {\n");
-    std::string inputList = "0, 0";
-    if (!inputs.empty()) {
-      os << "  const attn_tensor *inputs[] = {";
-      for (size_t i = 0; i < inputs.size(); ++i)
-        os << (i ? ", " : "") << inputs[i]->name;
-      os << "};\n";
-      inputList = "inputs, " + std::to_string(inputs.size());
-    }
-    if (!scalarLoss) {
-      os << "  return attn_run((attn_ctx *)ctx, \"" << e.name << "\", "
-         << inputList << ", out, " << e.results.size() << ");\n}\n";
-      continue;
-    }
-    os << "  attn_tensor results[" << e.results.size() << "];\n"
-       << "  int status = attn_run((attn_ctx *)ctx, \"" << e.name << "\", "
-       << inputList << ", results, " << e.results.size() << ");\n"
-       << "  if (status != ATTN_OK)\n    return status;\n"
-       << "  if (loss)\n    *loss = *(const float *)results[0].data;\n"
-       << "  for (int i = 0; i < " << e.results.size() << "; ++i)\n"
-       << "    attn_tensor_release(&results[i]);\n"
-       << "  return ATTN_OK;\n}\n";
   }
+  // Training entry points return scalars (the loss; train_step also the
+  // gradient norm): the wrapper hands back the loss as a float.
+  bool scalarLoss = training && !e.results.empty() &&
+                    e.results[0].dtype == ATTN_F32 &&
+                    e.results[0].shape.empty();
+  os << "\n/* " << e.name << "(";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    os << (i ? ", " : "") << inputs[i]->name << ": " << describe(*inputs[i]);
+  os << ") -> ";
+  for (size_t i = 0; i < e.results.size(); ++i)
+    os << (i ? ", " : "") << describe(e.results[i]);
+  if (e.arenaBytes >= 0)
+    os << "\n * Activations: " << e.arenaBytes
+       << " bytes at batch 1 and the model's bounds, + "
+       << e.arenaBytesPerBatch << " per further sequence (in the "
+       << "context's arena).";
+  if (!uses.empty()) {
+    os << "\n * In the context, it ";
+    for (size_t i = 0; i < uses.size(); ++i)
+      os << (i == 0 ? "" : i + 1 == uses.size() ? " and " : ", ") << uses[i];
+    os << (e.name == ATTN_ENTRY_TRAIN_STEP
+               ? "; the parameters are updated in place"
+               : "");
+    os << ".";
+  }
+  if (scalarLoss) {
+    os << "\n * Inputs are borrowed. *loss (may be NULL) receives the loss"
+       << (e.results.size() > 1
+               ? "; the other results (e.g. the gradient norm) are "
+                 "available through attn_run"
+               : "")
+       << ". */\n";
+  } else {
+    os << "\n * Inputs are borrowed. "
+       << (e.results.size() == 1
+               ? "*out receives the result"
+               : "out[0.." + std::to_string(e.results.size() - 1) +
+                     "] receive the results")
+       << ", owning its data:\n * free with attn_tensor_release(). */\n";
+  }
+  os << "static inline int " << n << "_" << e.name << "(" << n << "_ctx *ctx";
+  for (const TensorInfo *t : inputs)
+    os << ", const attn_tensor *" << t->name;
+  os << (scalarLoss ? ", float *loss) {\n" : ", attn_tensor *out) {\n");
+  std::string inputList = "0, 0";
+  if (!inputs.empty()) {
+    os << "  const attn_tensor *inputs[] = {";
+    for (size_t i = 0; i < inputs.size(); ++i)
+      os << (i ? ", " : "") << inputs[i]->name;
+    os << "};\n";
+    inputList = "inputs, " + std::to_string(inputs.size());
+  }
+  if (!scalarLoss) {
+    os << "  return attn_run((attn_ctx *)ctx, \"" << e.name << "\", "
+       << inputList << ", out, " << e.results.size() << ");\n}\n";
+    return;
+  }
+  os << "  attn_tensor results[" << e.results.size() << "];\n"
+     << "  int status = attn_run((attn_ctx *)ctx, \"" << e.name << "\", "
+     << inputList << ", results, " << e.results.size() << ");\n"
+     << "  if (status != ATTN_OK)\n    return status;\n"
+     << "  if (loss)\n    *loss = *(const float *)results[0].data;\n"
+     << "  for (int i = 0; i < " << e.results.size() << "; ++i)\n"
+     << "    attn_tensor_release(&results[i]);\n"
+     << "  return ATTN_OK;\n}\n";
+}
+
+std::string emitHeader(const ModelInfo &info, llvm::StringRef source) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  std::string n = info.name;
+  std::string guard = llvm::StringRef(n).upper() + "_H";
+  emitPreamble(os, info, source, n, guard);
+  emitArenaSize(os, info, n);
+  emitContextFunctions(os, n);
+  emitTrainingComment(os, info, n);
+  for (const EntryInfo &e : info.entries)
+    emitEntry(os, e, n);
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;
 }

@@ -7,40 +7,114 @@
 
 #include "attn/Target/ModelInfo.h"
 
-#include "attn/Conversion/Passes.h"
+#include "attn/EntryPoints/Passes.h"
+
+#include "attn/Dialect/Transforms/EntryPoints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string_view>
 
 using namespace mlir;
 
 namespace attn {
 
-/// The runtime's dtype code (attn_dtype) of an element type, or -1.
-static int dtypeOf(Type type) {
+/// The runtime's dtype of an element type, or none for a type the runtime
+/// cannot pass.
+static std::optional<attn_dtype> dtypeOf(Type type) {
   if (type.isF32())
-    return 0;
+    return ATTN_F32;
   if (type.isBF16())
-    return 1;
+    return ATTN_BF16;
   if (type.isInteger(32))
-    return 2;
+    return ATTN_I32;
   if (type.isInteger(64))
-    return 3;
+    return ATTN_I64;
   if (type.isInteger(1))
-    return 4;
-  return -1;
+    return ATTN_BOOL;
+  return std::nullopt;
 }
+
+static attn_init_kind abiInitKind(InitKind kind) {
+  switch (kind) {
+  case InitKind::zeros:
+    return ATTN_INIT_ZEROS;
+  case InitKind::ones:
+    return ATTN_INIT_ONES;
+  case InitKind::normal:
+    return ATTN_INIT_NORMAL;
+  case InitKind::uniform:
+    return ATTN_INIT_UNIFORM;
+  case InitKind::xavier_uniform:
+    return ATTN_INIT_XAVIER_UNIFORM;
+  }
+  llvm_unreachable("an InitKind the ABI lacks");
+}
+
+static attn_optimizer_kind abiOptimizer(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::adam:
+    return ATTN_OPTIMIZER_ADAM;
+  case OptimizerKind::adamw:
+    return ATTN_OPTIMIZER_ADAMW;
+  }
+  llvm_unreachable("an OptimizerKind the ABI lacks");
+}
+
+static attn_schedule_kind abiSchedule(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::constant:
+    return ATTN_SCHEDULE_CONSTANT;
+  case ScheduleKind::cosine:
+    return ATTN_SCHEDULE_COSINE;
+  case ScheduleKind::warmup_rsqrt:
+    return ATTN_SCHEDULE_WARMUP_RSQRT;
+  }
+  llvm_unreachable("a ScheduleKind the ABI lacks");
+}
+
+/// The argument kind of each parameter buffer.
+static attn_arg_kind abiArgKind(ParamBuffer buffer) {
+  switch (buffer) {
+  case ParamBuffer::value:
+    return ATTN_ARG_PARAMS;
+  case ParamBuffer::grad:
+    return ATTN_ARG_GRADS;
+  case ParamBuffer::first_moment:
+    return ATTN_ARG_FIRST_MOMENT;
+  case ParamBuffer::second_moment:
+    return ATTN_ARG_SECOND_MOMENT;
+  }
+  llvm_unreachable("a ParamBuffer the ABI lacks");
+}
+
+/// The names of the roles an entry point derived by a pass plays are the
+/// dialect's (it may not include the runtime's header) and the runtime's:
+/// they must agree.
+static constexpr bool sameName(std::string_view abi, llvm::StringLiteral ir) {
+  return abi == std::string_view(ir.data(), ir.size());
+}
+static_assert(sameName(ATTN_ENTRY_FORWARD, entry::kForward));
+static_assert(sameName(ATTN_ENTRY_TRAIN_STEP, entry::kTrainStep));
+static_assert(sameName(ATTN_ENTRY_GRAD_SUFFIX, entry::kGradSuffix));
+static_assert(sameName(ATTN_ENTRY_PREFILL, entry::kPrefill));
+static_assert(sameName(ATTN_ENTRY_DECODE_STEP, entry::kDecodeStep));
+static_assert(sameName(ATTN_ENTRY_ENCODE, entry::kEncode));
+static_assert(sameName(ATTN_ENTRY_DECODE, entry::kDecode));
+static_assert(sameName(ATTN_ENTRY_DECODE_PREFILL, entry::kDecodePrefill));
 
 /// Describes a tensor of `type`; its dims are named by `dims` (attn.dims).
 static FailureOr<TensorInfo> describe(Location loc, Type type,
                                       llvm::StringRef name, ArrayAttr dims) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  int dtype = tensor ? dtypeOf(tensor.getElementType()) : -1;
-  if (dtype < 0)
+  std::optional<attn_dtype> dtype =
+      tensor ? dtypeOf(tensor.getElementType()) : std::nullopt;
+  if (!dtype)
     return emitError(loc) << "an entry point cannot pass " << type
                           << " to the runtime";
   TensorInfo info;
   info.name = name.str();
-  info.dtype = dtype;
+  info.dtype = *dtype;
   for (auto [axis, size] : llvm::enumerate(tensor.getShape())) {
     info.shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
     std::string dimName;
@@ -86,19 +160,12 @@ static void collectDimBounds(func::FuncOp func,
   });
 }
 
-/// attn_arg_kind of each ParamBuffer's argument.
-static constexpr int kParamBufferKinds[] = {0, 4, 5, 6};
-/// ATTN_ARG_ARENA, ATTN_ARG_ARENA_NEED.
-static constexpr int kArenaKind = 9, kArenaNeedKind = 10;
-/// ATTN_HYPER_COUNT.
-static constexpr int64_t kHyperCount = 7;
-
 /// The training section of `train`, with PyTorch's defaults for any key the
 /// op lacks (MLIRGen spells every key out; hand-written IR may not).
 static TrainInfo describeTrain(TrainOp train) {
   TrainInfo info;
   info.lossFn = train.getLoss().str();
-  info.optimizer = static_cast<int>(train.getOptimizer());
+  info.optimizer = abiOptimizer(train.getOptimizer());
   if (train.getOptimizer() == OptimizerKind::adamw)
     info.weightDecay = 0.01;
   DictionaryAttr optimizer = train.getOptimizerArgs();
@@ -115,7 +182,7 @@ static TrainInfo describeTrain(TrainOp train) {
   info.beta2 = number(optimizer, "beta2", info.beta2);
   info.eps = number(optimizer, "eps", info.eps);
   info.weightDecay = number(optimizer, "weight_decay", info.weightDecay);
-  info.schedule = static_cast<int>(train.getSchedule());
+  info.schedule = abiSchedule(train.getSchedule());
   DictionaryAttr schedule = train.getScheduleArgs();
   switch (train.getSchedule()) {
   case ScheduleKind::constant:
@@ -149,7 +216,7 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     p.name = param.getSymName().str();
     llvm::append_range(p.shape, param.getTensorType().getShape());
     p.offset = slot.offset;
-    p.init = static_cast<int>(param.getInit());
+    p.init = abiInitKind(param.getInit());
     llvm::append_range(p.initArgs, param.getInitArgs());
     info.params.push_back(std::move(p));
   }
@@ -170,7 +237,7 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     for (ParamBuffer buffer : buffers) {
       TensorInfo params;
       params.name = paramBufferArgAttr(buffer).drop_front(5).str();
-      params.kind = kParamBufferKinds[static_cast<int>(buffer)];
+      params.kind = abiArgKind(buffer);
       params.shape = {info.numParamElements};
       params.dimNames = {""};
       entry.args.push_back(params);
@@ -192,19 +259,20 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
       // ABI's.
       if (hyper) {
         auto t = cast<RankedTensorType>(type);
-        if (t.getRank() != 1 || t.getDimSize(0) != kHyperCount ||
+        if (t.getRank() != 1 || t.getDimSize(0) != ATTN_HYPER_COUNT ||
             !t.getElementType().isF32())
           return emitError(func.getLoc())
                  << "the hyperparameter argument of '" << entry.name
-                 << "' must be tensor<" << kHyperCount << "xf32>, not " << type;
-        arg->kind = 7;
+                 << "' must be tensor<" << ATTN_HYPER_COUNT << "xf32>, not "
+                 << type;
+        arg->kind = ATTN_ARG_HYPER;
       } else if (seed) {
         auto t = cast<RankedTensorType>(type);
         if (t.getRank() != 0 || !t.getElementType().isInteger(64))
           return emitError(func.getLoc())
                  << "the dropout seed argument of '" << entry.name
                  << "' must be tensor<i64>, not " << type;
-        arg->kind = 8;
+        arg->kind = ATTN_ARG_SEED;
       }
       entry.args.push_back(std::move(*arg));
     }
@@ -213,15 +281,15 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     if (usesKVCache(func)) {
       TensorInfo cache;
       cache.name = "kv_cache";
-      cache.kind = 2;
+      cache.kind = ATTN_ARG_KV_CACHE;
       cache.shape = {-1};
       cache.dimNames = {""};
       TensorInfo state;
       state.name = "kv_state";
-      state.kind = 3;
-      state.dtype = 3;
+      state.kind = ATTN_ARG_KV_STATE;
+      state.dtype = ATTN_I64;
       // Positions cached, capacity, memory positions cached.
-      state.shape = {3};
+      state.shape = {ATTN_KV_STATE_SIZE};
       state.dimNames = {""};
       entry.args.push_back(cache);
       entry.args.push_back(state);
@@ -230,14 +298,14 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     // (the one-byte dtype) and the i64 the entry point stores its need in.
     TensorInfo arena;
     arena.name = "arena";
-    arena.kind = kArenaKind;
-    arena.dtype = 4;
+    arena.kind = ATTN_ARG_ARENA;
+    arena.dtype = ATTN_BOOL;
     arena.shape = {-1};
     arena.dimNames = {""};
     TensorInfo need;
     need.name = "arena_need";
-    need.kind = kArenaNeedKind;
-    need.dtype = 3;
+    need.kind = ATTN_ARG_ARENA_NEED;
+    need.dtype = ATTN_I64;
     entry.args.push_back(arena);
     entry.args.push_back(need);
     for (Type type : func.getResultTypes()) {

@@ -1,7 +1,8 @@
 //===- ParallelCodegen.cpp - LLVM code generation on threads --------------===//
 //
-// LLVM optimises and compiles one module on one thread, and that was 60 %
-// of gpt2_small's compile time. The module is split into parts
+// LLVM optimises and compiles one module on one thread, the largest part of
+// a big model's compile time (docs/Codegen.md, Compile time). The module is
+// split into parts
 // (llvm::SplitModule, balanced by the size of what each part defines), and
 // each part is optimised and compiled on a thread of its own in a
 // LLVMContext of its own (a context is not thread-safe; a part moves into

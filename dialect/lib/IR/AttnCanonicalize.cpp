@@ -99,9 +99,7 @@ struct SinkTake : OpRewritePattern<TakeOp> {
       replacement = RmsNormOp::create(
           rewriter, loc, sliceOf(norm.getInput()), norm.getWeight(),
           sliceOf(norm.getResidual()), norm.getEpsAttr());
-    } else if (isa<NegOp, ReluOp, GeluOp, GeluTanhOp, SiluOp, TanhOp,
-                   SigmoidOp, ExpOp, LogOp, SqrtOp, AddOp, SubOp, MulOp,
-                   DivOp>(producer)) {
+    } else if (isa<ElementwiseOpInterface>(producer)) {
       // Element-wise: the same op on the operands' slices.
       OperationState state(loc, producer->getName());
       for (Value operand : producer->getOperands())

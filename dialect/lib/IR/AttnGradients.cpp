@@ -24,11 +24,6 @@ RankedTensorType typeOf(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
-bool isFloatTensor(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
-
 /// The pieces the rules are made of, built at the builder's insertion point
 /// with the location of the op being differentiated.
 class GradBuilder {

@@ -51,6 +51,11 @@ static LogicalResult verifyDynamicSizes(Operation *op, ValueRange sizes,
 // Parameters and the training configuration
 //===----------------------------------------------------------------------===//
 
+bool attn::isFloatTensor(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
 Value attn::createActivation(OpBuilder &b, Location loc, Activation activation,
                              Value x) {
   switch (activation) {

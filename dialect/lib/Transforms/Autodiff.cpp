@@ -4,22 +4,21 @@
 // the loss is inlined into a new function with dropout made active, then the
 // adjoints are propagated from the loss back to the parameter reads op by op
 // through GradientOpInterface, summing the adjoints of values used more than
-// once. `<loss>_grad` stores the gradients; `train_step` calls it, clips the
-// gradients by their global norm and applies Adam. See docs/Autodiff.md.
+// once. `<loss>_grad` stores the gradients; the optimizer step that calls it
+// is attn-build-train-step's (compiler/lib/EntryPoints). See
+// docs/Autodiff.md.
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Dialect/Transforms/EntryPoints.h"
 #include "attn/Dialect/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
-
-#include "attn/abi.h"
 
 using namespace mlir;
 
@@ -35,11 +34,6 @@ constexpr unsigned kMaxInlineDepth = 64;
 
 RankedTensorType scalarF32(MLIRContext *context) {
   return RankedTensorType::get({}, Float32Type::get(context));
-}
-
-bool isFloatTensor(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && isa<FloatType>(type.getElementType());
 }
 
 /// A constant of `type` (static) with every element `value`.
@@ -164,27 +158,6 @@ void splitActivations(OpBuilder &b, Block &block) {
   }
 }
 
-/// A new function `name` at the end of the module with `like`'s first
-/// `numArgs` arguments (types and attributes), then `extra` arguments, each
-/// with a unit attribute of the given name.
-func::FuncOp createEntry(OpBuilder &b, func::FuncOp like, unsigned numArgs,
-                         StringRef name,
-                         ArrayRef<std::pair<Type, StringRef>> extra,
-                         TypeRange results) {
-  SmallVector<Type> inputs(like.getArgumentTypes().take_front(numArgs));
-  for (auto [type, attr] : extra)
-    inputs.push_back(type);
-  auto function = func::FuncOp::create(b, like.getLoc(), name,
-                                       b.getFunctionType(inputs, results));
-  for (unsigned i = 0; i < numArgs; ++i)
-    if (DictionaryAttr attrs = like.getArgAttrDict(i))
-      function.setArgAttrs(i, attrs);
-  for (auto [index, entry] : llvm::enumerate(extra))
-    function.setArgAttr(numArgs + index, entry.second, b.getUnitAttr());
-  function.addEntryBlock();
-  return function;
-}
-
 RankedTensorType seedType(MLIRContext *context) {
   return RankedTensorType::get({}, IntegerType::get(context, 64));
 }
@@ -219,11 +192,11 @@ FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
   FailureOr<func::FuncOp> loss = getLoss(module, train);
   if (failed(loss) || !*loss)
     return loss;
-  std::string name = (loss->getSymName() + "_grad").str();
+  std::string name = entry::gradName(loss->getSymName());
   if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
     if (existing->hasAttr(kPrimalAttr))
       return existing;
-    if (module.lookupSymbol<func::FuncOp>("train_step"))
+    if (module.lookupSymbol<func::FuncOp>(entry::kTrainStep))
       return func::FuncOp();
     return module.emitError() << "the module already defines '" << name
                               << "', which the autodiff pass derives";
@@ -232,7 +205,7 @@ FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   unsigned numArgs = loss->getNumArguments();
   func::FuncOp primal =
-      createEntry(b, *loss, numArgs, name, {{seedType(context), "attn.seed"}},
+      entry::create(b, *loss, numArgs, name, {{seedType(context), "attn.seed"}},
                   {scalarF32(context)});
   primal->setAttr(kPrimalAttr, b.getUnitAttr());
   Block &block = primal.getBody().front();
@@ -361,16 +334,6 @@ FailureOr<SmallVector<Value>> Differentiator::run(Block &block, Value loss) {
   return grads;
 }
 
-/// Erases the ops of `function` whose results are unused and that have no
-/// effect: what a rule built for an operand that turned out not to need it.
-void eraseDeadOps(func::FuncOp function) {
-  Block &body = function.getBody().front();
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-    if (op.use_empty() && isMemoryEffectFree(&op) &&
-        !op.hasTrait<OpTrait::IsTerminator>())
-      op.erase();
-}
-
 /// Removes the return of `function` and gives its operands.
 SmallVector<Value> takeReturn(func::FuncOp function) {
   Operation *terminator = function.getBody().front().getTerminator();
@@ -395,130 +358,7 @@ LogicalResult buildGradEntry(func::FuncOp primal, ArrayRef<ParamOp> params) {
   }
   func::ReturnOp::create(b, primal.getLoc(), loss);
   primal->removeAttr(kPrimalAttr);
-  eraseDeadOps(primal);
-  return success();
-}
-
-/// What one Adam update of train_step covers: one parameter, or (no name)
-/// the whole flat buffers of every parameter.
-struct UpdateTarget {
-  StringRef name;
-  RankedTensorType type;
-  Location loc;
-
-  Value read(OpBuilder &b, ParamBuffer buffer) const {
-    if (name.empty())
-      return GetParamBufferOp::create(b, loc, type, buffer);
-    return GetParamOp::create(b, loc, type, name, buffer);
-  }
-  void write(OpBuilder &b, ParamBuffer buffer, Value value) const {
-    if (name.empty())
-      SetParamBufferOp::create(b, loc, buffer, value);
-    else
-      SetParamOp::create(b, loc, name, buffer, value);
-  }
-};
-
-/// The updates of train_step: one over the flat buffers when every
-/// parameter is f32 (the buffers are f32, the elements between parameters
-/// zeros, which the norm and Adam leave zero), else one per parameter. One
-/// loop instead of one per parameter: gpt2_small's 148 Adam loops and norms
-/// were a sixth of its object code.
-SmallVector<UpdateTarget> updateTargets(ModuleOp module,
-                                        ArrayRef<ParamOp> params,
-                                        Location loc) {
-  SmallVector<UpdateTarget> targets;
-  bool allF32 = llvm::all_of(params, [](ParamOp param) {
-    return param.getTensorType().getElementType().isF32();
-  });
-  if (allF32 && !params.empty()) {
-    int64_t size;
-    computeParamLayout(module, size);
-    targets.push_back(
-        {"", RankedTensorType::get({size}, Float32Type::get(module.getContext())),
-         loc});
-    return targets;
-  }
-  for (ParamOp param : params)
-    targets.push_back(
-        {param.getSymName(), param.getTensorType(), param.getLoc()});
-  return targets;
-}
-
-/// `train_step`: a call of `<loss>_grad` (which stores the gradients),
-/// then clipping by the global norm of the stored gradients and the Adam
-/// step. Calling rather than copying the gradient entry keeps one copy of
-/// the forward and reverse passes in the object (half of the compile time
-/// of a training model); attn-bind-params and attn-compose-entry-calls
-/// carry the call through to the C interfaces.
-LogicalResult buildTrainStep(ModuleOp module, TrainOp train,
-                             func::FuncOp primal, ArrayRef<ParamOp> params) {
-  MLIRContext *context = module.getContext();
-  RankedTensorType f32 = scalarF32(context);
-  auto hyperType =
-      RankedTensorType::get({ATTN_HYPER_COUNT}, Float32Type::get(context));
-  unsigned numArgs = primal.getNumArguments() - 1;
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  func::FuncOp entry =
-      createEntry(b, primal, numArgs, "train_step",
-                  {{hyperType, "attn.hyper"}, {seedType(context), "attn.seed"}},
-                  {f32, f32});
-  Block &block = entry.getBody().front();
-  b.setInsertionPointToEnd(&block);
-  SmallVector<Value> callArgs(block.getArguments().take_front(numArgs));
-  callArgs.push_back(block.getArgument(numArgs + 1));
-  Value loss = func::CallOp::create(b, primal.getLoc(), primal, callArgs)
-                   .getResult(0);
-  Location loc = train.getLoc();
-  SmallVector<UpdateTarget> targets = updateTargets(module, params, loc);
-  SmallVector<Value> grads;
-  for (const UpdateTarget &target : targets)
-    grads.push_back(target.read(b, ParamBuffer::grad));
-
-  Value hyperArg = block.getArgument(numArgs);
-  auto hyper = [&](attn_hyper_index index) -> Value {
-    return TakeOp::create(b, loc, hyperArg, 0, static_cast<int64_t>(index));
-  };
-  Value norm = GlobalNormOp::create(b, loc, grads);
-
-  // torch.nn.utils.clip_grad_norm_: scale = min(1, clip / (norm + 1e-6)),
-  // none when clipping is off (clip = 0).
-  Value zero = splat(b, loc, f32, 0.0);
-  Value one = splat(b, loc, f32, 1.0);
-  Value clip = hyper(ATTN_HYPER_CLIP_NORM);
-  Value ratio = DivOp::create(
-      b, loc, clip, AddOp::create(b, loc, norm, splat(b, loc, f32, 1e-6)));
-  Value below = CompareOp::create(b, loc, CompareKind::lt, ratio, one);
-  Value clamped = SelectOp::create(b, loc, below, ratio, one);
-  Value clipping = CompareOp::create(b, loc, CompareKind::gt, clip, zero);
-  Value scale = SelectOp::create(b, loc, clipping, clamped, one);
-
-  Value lr = hyper(ATTN_HYPER_LR), step = hyper(ATTN_HYPER_STEP);
-  Value beta1 = hyper(ATTN_HYPER_BETA1), beta2 = hyper(ATTN_HYPER_BETA2);
-  Value eps = hyper(ATTN_HYPER_EPS);
-  Value weightDecay = hyper(ATTN_HYPER_WEIGHT_DECAY);
-  bool decoupled = train.getOptimizer() == OptimizerKind::adamw;
-  for (auto [target, grad] : llvm::zip(targets, grads)) {
-    Value targetScale = scale;
-    Type element = target.type.getElementType();
-    if (element != f32.getElementType())
-      targetScale = CastOp::create(b, target.loc,
-                                   RankedTensorType::get({}, element), scale);
-    Value clipped = MulOp::create(b, target.loc, grad, targetScale);
-    // Every read of a buffer precedes the write of that buffer.
-    Value value = target.read(b, ParamBuffer::value);
-    Value firstMoment = target.read(b, ParamBuffer::first_moment);
-    Value secondMoment = target.read(b, ParamBuffer::second_moment);
-    auto update = AdamUpdateOp::create(b, target.loc, value, clipped,
-                                       firstMoment, secondMoment, lr, step,
-                                       beta1, beta2, eps, weightDecay,
-                                       decoupled);
-    target.write(b, ParamBuffer::value, update.getNewParam());
-    target.write(b, ParamBuffer::first_moment, update.getNewFirstMoment());
-    target.write(b, ParamBuffer::second_moment, update.getNewSecondMoment());
-  }
-  func::ReturnOp::create(b, primal.getLoc(), ValueRange{loss, norm});
-  eraseDeadOps(entry);
+  entry::eraseDeadOps(primal);
   return success();
 }
 
@@ -538,15 +378,15 @@ struct AttnAutodiffPass : impl::AttnAutodiffBase<AttnAutodiffPass> {
       return signalPassFailure();
     if (!*primal)
       return;
-    if (module.lookupSymbol("train_step")) {
-      module.emitError() << "the module already defines 'train_step', which "
-                            "the autodiff pass derives";
+    // attn-build-train-step derives train_step from the gradient entry
+    // point; one defined beside a derived gradient would not match it.
+    if (module.lookupSymbol(entry::kTrainStep)) {
+      module.emitError() << "the module already defines '" << entry::kTrainStep
+                         << "', which the autodiff pass derives";
       return signalPassFailure();
     }
-    TrainOp train = *module.getOps<TrainOp>().begin();
     auto params = llvm::to_vector(module.getOps<ParamOp>());
-    if (failed(buildGradEntry(*primal, params)) ||
-        failed(buildTrainStep(module, train, *primal, params)))
+    if (failed(buildGradEntry(*primal, params)))
       return signalPassFailure();
   }
 };

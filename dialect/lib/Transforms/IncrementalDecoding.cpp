@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Dialect/Transforms/EntryPoints.h"
 #include "attn/Dialect/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -43,11 +44,9 @@ bool isPositionwise(Operation *op, const llvm::DenseSet<Value> &dependent) {
                            .getRank() -
                        1;
   };
-  if (isa<NegOp, ReluOp, GeluOp, GeluTanhOp, SiluOp, TanhOp, SigmoidOp, ExpOp,
-          LogOp, SqrtOp, AddOp, SubOp, MulOp, DivOp, CompareOp, SelectOp,
-          CastOp, DropoutOp, GatherOp, LinearOp, LayerNormOp, RmsNormOp,
-          SplitHeadsOp, MergeHeadsOp, DimOp, ReshapeOp, PositionsOp,
-          SinusoidalOp>(op))
+  if (isa<ElementwiseOpInterface, DropoutOp, GatherOp, LinearOp, LayerNormOp,
+          RmsNormOp, SplitHeadsOp, MergeHeadsOp, DimOp, ReshapeOp,
+          PositionsOp, SinusoidalOp>(op))
     return true;
   if (auto slice = dyn_cast<SliceOp>(op))
     return lastAxis(slice.getAxis());
@@ -116,11 +115,6 @@ void refineResultTypes(func::FuncOp func) {
 //===----------------------------------------------------------------------===//
 // Encoder-decoder models
 //===----------------------------------------------------------------------===//
-
-/// The discardable attribute marking a cache op on a memory slot: one that
-/// holds what `memory` (not the target) determines, written from position 0
-/// by each call that appends to it and read whole by `attn.kv_cache_read`.
-constexpr llvm::StringLiteral kMemoryAttr = "attn.kv_memory";
 
 /// The values of `decode` that depend on its first argument, the target
 /// tokens; fails unless each op using one is incremental in the target:
@@ -223,7 +217,7 @@ void makeIncrementalDecode(func::FuncOp func, bool step) {
 
   SmallVector<SdpaOp> attentions;
   func.walk([&](SdpaOp sdpa) { attentions.push_back(sdpa); });
-  auto memory = b.getNamedAttr(kMemoryAttr, b.getUnitAttr());
+  auto memory = b.getNamedAttr(entry::kKVMemoryAttr, b.getUnitAttr());
   llvm::DenseMap<Value, Value> cachedPadding;
   int64_t slot = 0;
   for (SdpaOp sdpa : attentions) {
@@ -320,19 +314,19 @@ void takeOneToken(func::FuncOp func) {
 /// `decode_step` would read more than the target tokens (something other
 /// than the cached keys, values and key padding needs `memory`).
 void deriveEncoderDecoder(ModuleOp module) {
-  auto encode = module.lookupSymbol<func::FuncOp>("encode");
-  auto decode = module.lookupSymbol<func::FuncOp>("decode");
+  auto encode = module.lookupSymbol<func::FuncOp>(entry::kEncode);
+  auto decode = module.lookupSymbol<func::FuncOp>(entry::kDecode);
   if (!encode || !decode || decode.isExternal() ||
-      module.lookupSymbol("decode_prefill") ||
-      module.lookupSymbol("decode_step") || !qualifiesDecoder(decode))
+      module.lookupSymbol(entry::kDecodePrefill) ||
+      module.lookupSymbol(entry::kDecodeStep) || !qualifiesDecoder(decode))
     return;
 
   func::FuncOp prefill = decode.clone();
-  prefill.setName("decode_prefill");
+  prefill.setName(entry::kDecodePrefill);
   makeIncrementalDecode(prefill, /*step=*/false);
 
   func::FuncOp step = decode.clone();
-  step.setName("decode_step");
+  step.setName(entry::kDecodeStep);
   makeIncrementalDecode(step, /*step=*/true);
   takeOneToken(step);
   eraseDeadOps(step);
@@ -357,15 +351,16 @@ struct AttnIncrementalDecodingPass
   }
 
   void deriveDecoderOnly(ModuleOp module) {
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    auto forward = module.lookupSymbol<func::FuncOp>(entry::kForward);
     if (!forward || forward.isExternal() ||
-        module.lookupSymbol("prefill") || module.lookupSymbol("decode_step") ||
+        module.lookupSymbol(entry::kPrefill) ||
+        module.lookupSymbol(entry::kDecodeStep) ||
         !qualifies(forward))
       return;
 
     OpBuilder b(&getContext());
     func::FuncOp prefill = forward.clone();
-    prefill.setName("prefill");
+    prefill.setName(entry::kPrefill);
     module.push_back(prefill);
     b.setInsertionPointToStart(&prefill.front());
     Value length = KVCacheLengthOp::create(b, prefill.getLoc(), b.getIndexType());
@@ -395,7 +390,7 @@ struct AttnIncrementalDecodingPass
 
     // decode_step: the same on one new token per sequence.
     func::FuncOp step = prefill.clone();
-    step.setName("decode_step");
+    step.setName(entry::kDecodeStep);
     module.push_back(step);
     takeOneToken(step);
   }

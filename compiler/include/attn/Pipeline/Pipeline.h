@@ -40,9 +40,6 @@ llvm::StringRef stageName(Stage stage);
 /// The names of every stage, comma-separated, for help and diagnostics.
 llvm::StringRef allStageNames();
 
-/// Whether the pipeline can reach `stage` yet.
-bool isStageImplemented(Stage stage);
-
 struct PipelineOptions {
   /// The last stage to run; the module is left in that stage's form.
   Stage lastStage = Stage::AttnOpt;

@@ -12,6 +12,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "attn/abi.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,8 +22,8 @@ namespace attn {
 
 struct TensorInfo {
   std::string name;
-  int kind = 1;  // attn_arg_kind
-  int dtype = 0; // attn_dtype
+  attn_arg_kind kind = ATTN_ARG_INPUT;
+  attn_dtype dtype = ATTN_F32;
   std::vector<int64_t> shape; // -1 for a run-time size
   std::vector<std::string> dimNames;
   /// Per dim, the largest size the model allows; -1 for any (empty: none).
@@ -34,7 +36,7 @@ struct ParamInfo {
   std::string name;
   std::vector<int64_t> shape;
   int64_t offset = 0;
-  int init = 0; // attn_init_kind
+  attn_init_kind init = ATTN_INIT_ZEROS;
   std::vector<double> initArgs;
 };
 
@@ -52,9 +54,9 @@ struct EntryInfo {
 /// The `train { }` section (abi.h attn_train_info).
 struct TrainInfo {
   std::string lossFn;
-  int optimizer = 0; // attn_optimizer_kind
+  attn_optimizer_kind optimizer = ATTN_OPTIMIZER_ADAM;
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
-  int schedule = 0; // attn_schedule_kind
+  attn_schedule_kind schedule = ATTN_SCHEDULE_CONSTANT;
   int64_t warmup = 0, totalSteps = 0;
   double dModel = 0, clipNorm = 0;
 };

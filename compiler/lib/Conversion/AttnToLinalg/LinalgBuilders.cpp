@@ -137,55 +137,6 @@ Value attentionScale(OpBuilder &b, Location loc, Type element,
   return math::RsqrtOp::create(b, loc, d);
 }
 
-Value applyActivation(OpBuilder &b, Location loc, Activation activation,
-                      Value x) {
-  Type type = x.getType();
-  auto half = [&] { return floatConstant(b, loc, type, 0.5); };
-  auto one = [&] { return floatConstant(b, loc, type, 1.0); };
-  switch (activation) {
-  case Activation::none:
-    return x;
-  case Activation::relu:
-    return arith::MaximumFOp::create(b, loc, x,
-                                     floatConstant(b, loc, type, 0.0));
-  case Activation::gelu: {
-    // x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))).
-    Value scaled =
-        arith::MulFOp::create(b, loc, x, floatConstant(b, loc, type, M_SQRT1_2));
-    Value erf = math::ErfOp::create(b, loc, scaled);
-    Value sum = arith::AddFOp::create(b, loc, one(), erf);
-    return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, half(), x),
-                                 sum);
-  }
-  case Activation::gelu_tanh: {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-    Value x3 = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x),
-                                     x);
-    Value inner = arith::AddFOp::create(
-        b, loc, x,
-        arith::MulFOp::create(b, loc, floatConstant(b, loc, type, 0.044715),
-                              x3));
-    Value scaled = arith::MulFOp::create(
-        b, loc, floatConstant(b, loc, type, 0.7978845608028654), inner);
-    Value tanh = math::TanhOp::create(b, loc, scaled);
-    return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, half(), x),
-                                 arith::AddFOp::create(b, loc, one(), tanh));
-  }
-  case Activation::silu:
-  case Activation::sigmoid: {
-    Value negExp = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-    Value sigmoid = arith::DivFOp::create(
-        b, loc, one(), arith::AddFOp::create(b, loc, one(), negExp));
-    if (activation == Activation::sigmoid)
-      return sigmoid;
-    return arith::MulFOp::create(b, loc, x, sigmoid);
-  }
-  case Activation::tanh:
-    return math::TanhOp::create(b, loc, x);
-  }
-  llvm_unreachable("unknown activation");
-}
-
 ValueRange buildTileLoop(OpBuilder &b, Location loc, Value end, Value tile,
                          ValueRange inits, TileBodyFn body) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);

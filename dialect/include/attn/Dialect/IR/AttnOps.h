@@ -56,6 +56,14 @@ struct ParamSlot {
 llvm::SmallVector<ParamSlot> computeParamLayout(mlir::ModuleOp module,
                                                 int64_t &numElements);
 
+/// Whether `value` is a tensor of floats (the values that have adjoints).
+bool isFloatTensor(mlir::Value value);
+
+/// `activation` applied to the scalar `x`, in arith and math: the scalar
+/// body of the activation ops and of `attn.linear`'s fused epilogue.
+mlir::Value applyActivation(mlir::OpBuilder &b, mlir::Location loc,
+                            Activation activation, mlir::Value x);
+
 /// The element-wise op of `activation` (attn.relu, attn.gelu, ...) applied
 /// to `x`; `x` itself for Activation::none.
 mlir::Value createActivation(mlir::OpBuilder &b, mlir::Location loc,

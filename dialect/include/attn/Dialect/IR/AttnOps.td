@@ -50,6 +50,8 @@ defvar Attn_Infer = InferTypeOpAdaptorWithIsCompatible;
 // The reverse-mode rule of a differentiable op (AttnGradients.cpp), which the
 // autodiff pass calls op by op.
 defvar Attn_Grad = DeclareOpInterfaceMethods<Attn_GradientOpInterface>;
+defvar Attn_Elementwise =
+    DeclareOpInterfaceMethods<Attn_ElementwiseOpInterface>;
 
 // The parameter buffers of the model context (values, gradients, moments).
 def Attn_ParamResource : Resource<"::attn::ParamResource">;
@@ -228,7 +230,8 @@ def Attn_DimOp : Attn_Op<"dim", [Pure]> {
 
 class Attn_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
     : Attn_Op<mnemonic,
-              !listconcat([Pure, SameOperandsAndResultType, Attn_Grad],
+              !listconcat([Pure, SameOperandsAndResultType, Attn_Grad,
+                           Attn_Elementwise],
                           traits)> {
   let summary = "Element-wise " # what;
   let description = [{
@@ -257,7 +260,8 @@ def Attn_LogOp : Attn_UnaryOp<"log", "natural logarithm">;
 def Attn_SqrtOp : Attn_UnaryOp<"sqrt", "square root">;
 
 class Attn_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
-    : Attn_Op<mnemonic, !listconcat([Pure, Attn_Infer, Attn_Grad], traits)> {
+    : Attn_Op<mnemonic, !listconcat([Pure, Attn_Infer, Attn_Grad,
+                                    Attn_Elementwise], traits)> {
   let summary = "Element-wise " # what # " with broadcasting";
   let description = [{
     Combines the operands element by element after broadcasting them to a
@@ -283,7 +287,8 @@ def Attn_SubOp : Attn_BinaryOp<"sub", "subtraction">;
 def Attn_MulOp : Attn_BinaryOp<"mul", "multiplication", [Commutative]>;
 def Attn_DivOp : Attn_BinaryOp<"div", "division">;
 
-def Attn_CompareOp : Attn_Op<"compare", [Pure, Attn_Infer, Attn_Grad]> {
+def Attn_CompareOp : Attn_Op<"compare",
+    [Pure, Attn_Infer, Attn_Grad, Attn_Elementwise]> {
   let summary = "Element-wise comparison with broadcasting";
   let description = [{
     Compares the operands element by element, broadcast as for `attn.add`;
@@ -301,7 +306,8 @@ def Attn_CompareOp : Attn_Op<"compare", [Pure, Attn_Infer, Attn_Grad]> {
   }];
 }
 
-def Attn_SelectOp : Attn_Op<"select", [Pure, Attn_Infer, Attn_Grad]> {
+def Attn_SelectOp : Attn_Op<"select",
+    [Pure, Attn_Infer, Attn_Grad, Attn_Elementwise]> {
   let summary = "Element-wise choice between two tensors";
   let description = [{
     `true_value` where `condition` holds, `false_value` elsewhere; the three
@@ -320,7 +326,7 @@ def Attn_SelectOp : Attn_Op<"select", [Pure, Attn_Infer, Attn_Grad]> {
   }];
 }
 
-def Attn_CastOp : Attn_Op<"cast", [Pure, Attn_Grad]> {
+def Attn_CastOp : Attn_Op<"cast", [Pure, Attn_Grad, Attn_Elementwise]> {
   let summary = "Element-wise conversion to another element type";
   let description = [{
     Converts every element, with the shape unchanged: floats round to

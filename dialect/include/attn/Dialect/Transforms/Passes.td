@@ -66,12 +66,12 @@ def AttnAutodiffPrimal : Pass<"attn-autodiff-primal", "::mlir::ModuleOp"> {
 }
 
 def AttnAutodiff : Pass<"attn-autodiff", "::mlir::ModuleOp"> {
-  let summary = "Derives the gradient and training-step entry points of "
-                "`attn.train` by reverse-mode differentiation";
+  let summary = "Derives the gradient entry point of `attn.train` by "
+                "reverse-mode differentiation";
   let description = [{
     Input: a verified attn module. With an `attn.train loss @F ...` op, the
-    pass adds two functions (starting from `attn-autodiff-primal`'s `@F_grad`
-    when the module has it, else building it first) (docs/Autodiff.md, runtime/include/attn/abi.h):
+    pass adds one function (starting from `attn-autodiff-primal`'s `@F_grad`
+    when the module has it, else building it first) (docs/Autodiff.md):
 
     - `@F_grad(<F's arguments>, %seed: tensor<i64> {attn.seed}) ->
       tensor<f32>`: `F` inlined with dropout active (every dropout and
@@ -80,18 +80,12 @@ def AttnAutodiff : Pass<"attn-autodiff", "::mlir::ModuleOp"> {
       `GradientOpInterface`, and `attn.set_param @p grad` for every
       parameter of the module (zeros for one the loss does not read);
       returns the loss.
-    - `@train_step(<F's arguments>, %hyper: tensor<7xf32> {attn.hyper},
-      %seed: tensor<i64> {attn.seed}) -> (tensor<f32>, tensor<f32>)`: the
-      same forward and reverse pass, then the global norm of the gradients,
-      clipping by `hyper[ATTN_HYPER_CLIP_NORM]` as
-      `torch.nn.utils.clip_grad_norm_` (off when it is 0), and per
-      parameter an `attn.adam_update` (`decoupled` for `adamw`) whose new
-      value and moments are written with `attn.set_param`; returns the loss
-      and the norm before clipping.
 
-    `F` and every other function are left unchanged. Modules without
-    `attn.train` are left unchanged. An op of the loss with no gradient rule
-    is an error naming it.
+    The optimizer step that calls it is `attn-build-train-step`'s. `F` and
+    every other function are left unchanged. Modules without `attn.train`,
+    or that define `train_step` themselves (hand-written IR keeps its own
+    training entry points), are left unchanged. An op of the loss with no
+    gradient rule is an error naming it.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect"];

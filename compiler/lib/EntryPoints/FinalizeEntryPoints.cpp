@@ -7,8 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Conversion/Passes.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/EntryPoints/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -18,7 +17,7 @@ using namespace mlir;
 
 namespace attn {
 #define GEN_PASS_DEF_ATTNFINALIZEENTRYPOINTS
-#include "attn/Conversion/Passes.h.inc"
+#include "attn/EntryPoints/Passes.h.inc"
 
 namespace {
 

@@ -13,9 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Conversion/Passes.h"
+#include "attn/EntryPoints/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 
@@ -23,7 +24,7 @@ using namespace mlir;
 
 namespace attn {
 #define GEN_PASS_DEF_ATTNPARAMWRITESINPLACE
-#include "attn/Conversion/Passes.h.inc"
+#include "attn/EntryPoints/Passes.h.inc"
 
 namespace {
 

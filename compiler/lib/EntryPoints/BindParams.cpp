@@ -21,8 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Conversion/Passes.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/EntryPoints/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -34,7 +33,7 @@ using namespace mlir;
 
 namespace attn {
 #define GEN_PASS_DEF_ATTNBINDPARAMS
-#include "attn/Conversion/Passes.h.inc"
+#include "attn/EntryPoints/Passes.h.inc"
 
 llvm::StringRef paramBufferArgAttr(ParamBuffer buffer) {
   switch (buffer) {
@@ -147,6 +146,216 @@ Value flatten(OpBuilder &b, Location loc, Value value) {
   return tensor::CollapseShapeOp::create(b, loc, flatType, value,
                                          ArrayRef<ReassociationIndices>{all});
 }
+
+/// The parameter accesses of one function rewritten as accesses of the
+/// buffers passed in.
+class FunctionBinder {
+public:
+  FunctionBinder(func::FuncOp func, const ParamBufferUse &use,
+                 const llvm::StringMap<int64_t> &offsets)
+      : func(func), use(use), offsets(offsets), b(func.getContext()),
+        body(func.front()) {}
+
+  LogicalResult bind() {
+    if (failed(checkTopLevel()) || failed(addBufferArguments()) ||
+        failed(bindReadOnlyBuffers()) || failed(bindWrittenBuffers()))
+      return failure();
+    storeWrittenSlots();
+    return success();
+  }
+
+private:
+  /// Reads and writes of a buffer a function writes are ordered by their
+  /// place in the body's block; nested ones cannot be ordered.
+  LogicalResult checkTopLevel() {
+    WalkResult nested = func.walk([&](Operation *op) {
+      std::optional<std::pair<int, bool>> access = paramAccess(op);
+      if (access && op->getBlock() != &body && use.written[access->first]) {
+        op->emitError("a parameter buffer the function writes can only be "
+                      "accessed at the top level of the function");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return failure(nested.wasInterrupted());
+  }
+
+  /// The buffer arguments, first and in buffer order.
+  LogicalResult addBufferArguments() {
+    Location loc = func.getLoc();
+    auto tensorType =
+        RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+    auto memrefType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+    unsigned index = 0;
+    for (ParamBuffer buffer : paramBufferArgs(use)) {
+      int i = static_cast<int>(buffer);
+      bool written = use.written[i];
+      SmallVector<NamedAttribute> attrs = {
+          b.getNamedAttr(paramBufferArgAttr(buffer), b.getUnitAttr())};
+      // A buffer only read must stay as it is: bufferisation copies rather
+      // than write into it.
+      if (!written)
+        attrs.push_back(
+            b.getNamedAttr("bufferization.writable", b.getBoolAttr(false)));
+      if (failed(func.insertArgument(index, written ? Type(memrefType)
+                                                    : Type(tensorType),
+                                     b.getDictionaryAttr(attrs), loc)))
+        return func.emitError("cannot add the parameter buffer arguments");
+      Value arg = func.getArgument(index++);
+      (written ? memrefs : buffers)[i] = arg;
+    }
+    return success();
+  }
+
+  /// Reads of buffers the function only reads: slices of the argument (a
+  /// whole-buffer read: the argument itself).
+  LogicalResult bindReadOnlyBuffers() {
+    SmallVector<Operation *> reads;
+    func.walk([&](Operation *op) {
+      if (isa<GetParamOp, GetParamBufferOp>(op))
+        reads.push_back(op);
+    });
+    for (Operation *op : reads) {
+      std::optional<std::pair<int, bool>> access = paramAccess(op);
+      int i = access->first;
+      if (use.written[i])
+        continue;
+      b.setInsertionPoint(op);
+      auto type = cast<RankedTensorType>(op->getResult(0).getType());
+      Value read;
+      if (auto get = dyn_cast<GetParamOp>(op)) {
+        auto it = offsets.find(get.getName());
+        if (it == offsets.end())
+          return get.emitError("no parameter named ") << get.getName();
+        read = readSlot(b, get.getLoc(), buffers[i], it->second, type);
+      } else {
+        read = tensor::CastOp::create(b, op->getLoc(), type, buffers[i]);
+      }
+      op->getResult(0).replaceAllUsesWith(read);
+      op->erase();
+    }
+    return success();
+  }
+
+  /// One slot of a written buffer: a subview of the argument seen as one
+  /// tensor (made at the top of the body), its current value that tensor
+  /// until a write replaces it.
+  struct Slot {
+    Value memref;  // the subview
+    Value current; // flat tensor<size x f32>
+    bool written = false;
+  };
+
+  /// The slot `op` accesses, made at its first access: a parameter (keyed
+  /// by its name) or, for the whole-buffer ops, the whole buffer (keyed by
+  /// `wholeKey`); the two cannot mix in one buffer, whose slots must be
+  /// disjoint.
+  FailureOr<Slot *> slotOf(Operation *op, Attribute key, ParamBuffer buffer,
+                           int64_t size) {
+    int i = static_cast<int>(buffer);
+    auto [it, inserted] = slots.try_emplace({key, i});
+    if (!inserted)
+      return &it->second;
+    int64_t offset = 0;
+    if (auto name = dyn_cast<FlatSymbolRefAttr>(key)) {
+      auto found = offsets.find(name.getValue());
+      if (found == offsets.end())
+        return op->emitError("no parameter named ") << name.getValue();
+      offset = found->second;
+    }
+    (key == wholeKey ? whole : sliced)[i] = true;
+    if (whole[i] && sliced[i])
+      return op->emitError("a function cannot access a parameter buffer it "
+                           "writes both whole and per parameter");
+    // Slots are made at the top of the body, in order of first access.
+    if (lastSlot)
+      b.setInsertionPointAfter(lastSlot);
+    else
+      b.setInsertionPointToStart(&body);
+    Location loc = func.getLoc();
+    Value view = memref::SubViewOp::create(
+        b, loc, memrefs[i], ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    Value tensor = bufferization::ToTensorOp::create(
+        b, loc, RankedTensorType::get({size}, b.getF32Type()), view,
+        /*restrict=*/true, /*writable=*/true);
+    lastSlot = tensor.getDefiningOp();
+    it->second.memref = view;
+    it->second.current = tensor;
+    return &it->second;
+  }
+
+  /// Accesses of written buffers, in block order: a read is the slot's
+  /// value current at the read, a write replaces it.
+  LogicalResult bindWrittenBuffers() {
+    wholeKey = b.getUnitAttr();
+    auto elements = [](Type type) {
+      return cast<RankedTensorType>(type).getNumElements();
+    };
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (auto get = dyn_cast<GetParamOp>(op)) {
+        FailureOr<Slot *> slot = slotOf(get, get.getNameAttr(), get.getBuffer(),
+                                        elements(get.getType()));
+        if (failed(slot))
+          return failure();
+        b.setInsertionPoint(get);
+        get.replaceAllUsesWith(unflatten(b, get.getLoc(), (*slot)->current,
+                                         cast<RankedTensorType>(get.getType())));
+        get.erase();
+      } else if (auto get = dyn_cast<GetParamBufferOp>(op)) {
+        FailureOr<Slot *> slot =
+            slotOf(get, wholeKey, get.getBuffer(), elements(get.getType()));
+        if (failed(slot))
+          return failure();
+        get.replaceAllUsesWith((*slot)->current);
+        get.erase();
+      } else if (auto set = dyn_cast<SetParamOp>(op)) {
+        FailureOr<Slot *> slot = slotOf(set, set.getNameAttr(), set.getBuffer(),
+                                        elements(set.getValue().getType()));
+        if (failed(slot))
+          return failure();
+        b.setInsertionPoint(set);
+        (*slot)->current = flatten(b, set.getLoc(), set.getValue());
+        (*slot)->written = true;
+        set.erase();
+      } else if (auto set = dyn_cast<SetParamBufferOp>(op)) {
+        FailureOr<Slot *> slot = slotOf(set, wholeKey, set.getBuffer(),
+                                        elements(set.getValue().getType()));
+        if (failed(slot))
+          return failure();
+        (*slot)->current = set.getValue();
+        (*slot)->written = true;
+        set.erase();
+      }
+    }
+    return success();
+  }
+
+  /// The final value of each written slot goes back to its subview.
+  void storeWrittenSlots() {
+    b.setInsertionPoint(body.getTerminator());
+    for (auto &[key, slot] : slots) {
+      if (!slot.written)
+        continue;
+      auto write = bufferization::MaterializeInDestinationOp::create(
+          b, func.getLoc(), TypeRange{}, slot.current, slot.memref);
+      write.setWritable(true);
+    }
+  }
+
+  func::FuncOp func;
+  const ParamBufferUse &use;
+  const llvm::StringMap<int64_t> &offsets;
+  OpBuilder b;
+  Block &body;
+  Value buffers[4] = {}; // read-only buffers: the argument
+  Value memrefs[4] = {}; // written buffers: the argument
+  llvm::MapVector<std::pair<Attribute, int>, Slot> slots;
+  Attribute wholeKey;
+  bool sliced[4] = {}, whole[4] = {};
+  Operation *lastSlot = nullptr;
+};
 
 struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
   void runOnOperation() override {
@@ -278,175 +487,7 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
 
   LogicalResult bindFunction(func::FuncOp func, const ParamBufferUse &use,
                              const llvm::StringMap<int64_t> &offsets) {
-    OpBuilder b(func.getContext());
-    Location loc = func.getLoc();
-    // Reads and writes of a buffer a function writes are ordered by their
-    // place in the body's block; nested ones cannot be ordered.
-    Block &body = func.front();
-    WalkResult nested = func.walk([&](Operation *op) {
-      std::optional<std::pair<int, bool>> access = paramAccess(op);
-      if (access && op->getBlock() != &body && use.written[access->first]) {
-        op->emitError("a parameter buffer the function writes can only be "
-                      "accessed at the top level of the function");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (nested.wasInterrupted())
-      return failure();
-
-    // The buffer arguments, first and in buffer order.
-    auto tensorType =
-        RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
-    auto memrefType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
-    Value buffers[4] = {}; // read-only buffers: the argument
-    Value memrefs[4] = {}; // written buffers: the argument
-    unsigned index = 0;
-    for (ParamBuffer buffer : paramBufferArgs(use)) {
-      int i = static_cast<int>(buffer);
-      bool written = use.written[i];
-      SmallVector<NamedAttribute> attrs = {
-          b.getNamedAttr(paramBufferArgAttr(buffer), b.getUnitAttr())};
-      // A buffer only read must stay as it is: bufferisation copies rather
-      // than write into it.
-      if (!written)
-        attrs.push_back(
-            b.getNamedAttr("bufferization.writable", b.getBoolAttr(false)));
-      if (failed(func.insertArgument(index, written ? Type(memrefType)
-                                                    : Type(tensorType),
-                                     b.getDictionaryAttr(attrs), loc)))
-        return func.emitError("cannot add the parameter buffer arguments");
-      Value arg = func.getArgument(index++);
-      (written ? memrefs : buffers)[i] = arg;
-    }
-
-    // Reads of buffers the function only reads: slices of the argument (a
-    // whole-buffer read: the argument itself).
-    SmallVector<Operation *> reads;
-    func.walk([&](Operation *op) {
-      if (isa<GetParamOp, GetParamBufferOp>(op))
-        reads.push_back(op);
-    });
-    for (Operation *op : reads) {
-      std::optional<std::pair<int, bool>> access = paramAccess(op);
-      int i = access->first;
-      if (use.written[i])
-        continue;
-      b.setInsertionPoint(op);
-      auto type = cast<RankedTensorType>(op->getResult(0).getType());
-      Value read;
-      if (auto get = dyn_cast<GetParamOp>(op)) {
-        auto it = offsets.find(get.getName());
-        if (it == offsets.end())
-          return get.emitError("no parameter named ") << get.getName();
-        read = readSlot(b, get.getLoc(), buffers[i], it->second, type);
-      } else {
-        read = tensor::CastOp::create(b, op->getLoc(), type, buffers[i]);
-      }
-      op->getResult(0).replaceAllUsesWith(read);
-      op->erase();
-    }
-
-    // Written buffers, in block order: each slot accessed is a subview of
-    // the argument seen as one tensor (made at the top of the body), its
-    // current value that tensor until a write replaces it. A read is the
-    // slot's value current at the read.
-    struct Slot {
-      Value memref;  // the subview
-      Value current; // flat tensor<size x f32>
-      bool written = false;
-    };
-    // A slot is a parameter (keyed by its name) or, for the whole-buffer
-    // ops, the whole buffer (keyed by a unit attribute); the two cannot mix
-    // in one buffer, whose slots must be disjoint.
-    llvm::MapVector<std::pair<Attribute, int>, Slot> slots;
-    Attribute wholeKey = b.getUnitAttr();
-    bool sliced[4] = {}, whole[4] = {};
-    Operation *lastSlot = nullptr; // slots are made in order of first access
-    auto slotOf = [&](Operation *op, Attribute key, ParamBuffer buffer,
-                      int64_t size) -> FailureOr<Slot *> {
-      int i = static_cast<int>(buffer);
-      auto [it, inserted] = slots.try_emplace({key, i});
-      if (!inserted)
-        return &it->second;
-      int64_t offset = 0;
-      if (auto name = dyn_cast<FlatSymbolRefAttr>(key)) {
-        auto found = offsets.find(name.getValue());
-        if (found == offsets.end())
-          return op->emitError("no parameter named ") << name.getValue();
-        offset = found->second;
-      }
-      (key == wholeKey ? whole : sliced)[i] = true;
-      if (whole[i] && sliced[i])
-        return op->emitError("a function cannot access a parameter buffer it "
-                             "writes both whole and per parameter");
-      if (lastSlot)
-        b.setInsertionPointAfter(lastSlot);
-      else
-        b.setInsertionPointToStart(&body);
-      Value view = memref::SubViewOp::create(
-          b, loc, memrefs[i], ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-      Value tensor = bufferization::ToTensorOp::create(
-          b, loc, RankedTensorType::get({size}, b.getF32Type()), view,
-          /*restrict=*/true, /*writable=*/true);
-      lastSlot = tensor.getDefiningOp();
-      it->second.memref = view;
-      it->second.current = tensor;
-      return &it->second;
-    };
-    auto elements = [](Type type) {
-      return cast<RankedTensorType>(type).getNumElements();
-    };
-    for (Operation &op : llvm::make_early_inc_range(body)) {
-      if (auto get = dyn_cast<GetParamOp>(op)) {
-        FailureOr<Slot *> slot = slotOf(get, get.getNameAttr(), get.getBuffer(),
-                                        elements(get.getType()));
-        if (failed(slot))
-          return failure();
-        b.setInsertionPoint(get);
-        get.replaceAllUsesWith(unflatten(b, get.getLoc(), (*slot)->current,
-                                         cast<RankedTensorType>(get.getType())));
-        get.erase();
-      } else if (auto get = dyn_cast<GetParamBufferOp>(op)) {
-        FailureOr<Slot *> slot =
-            slotOf(get, wholeKey, get.getBuffer(), elements(get.getType()));
-        if (failed(slot))
-          return failure();
-        get.replaceAllUsesWith((*slot)->current);
-        get.erase();
-      } else if (auto set = dyn_cast<SetParamOp>(op)) {
-        FailureOr<Slot *> slot = slotOf(set, set.getNameAttr(), set.getBuffer(),
-                                        elements(set.getValue().getType()));
-        if (failed(slot))
-          return failure();
-        b.setInsertionPoint(set);
-        (*slot)->current = flatten(b, set.getLoc(), set.getValue());
-        (*slot)->written = true;
-        set.erase();
-      } else if (auto set = dyn_cast<SetParamBufferOp>(op)) {
-        FailureOr<Slot *> slot = slotOf(set, wholeKey, set.getBuffer(),
-                                        elements(set.getValue().getType()));
-        if (failed(slot))
-          return failure();
-        (*slot)->current = set.getValue();
-        (*slot)->written = true;
-        set.erase();
-      }
-    }
-
-    // The final value of each written slot goes back to its subview.
-    Operation *terminator = body.getTerminator();
-    b.setInsertionPoint(terminator);
-    for (auto &[key, slot] : slots) {
-      if (!slot.written)
-        continue;
-      auto write = bufferization::MaterializeInDestinationOp::create(
-          b, loc, TypeRange{}, slot.current, slot.memref);
-      write.setWritable(true);
-    }
-    return success();
+    return FunctionBinder(func, use, offsets).bind();
   }
 };
 
