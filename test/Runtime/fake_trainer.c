@@ -130,8 +130,7 @@ static float adam_update(int adamw, float *p, const float *g, float *m,
 #define DROP_RATE 0.1
 
 static int kept(uint64_t seed, int64_t e) {
-  return (attn_dropout_bits(seed, 0, (uint64_t)e) >> 40) >=
-         (uint64_t)(DROP_RATE * 16777216.0);
+  return attn_dropout_keeps(seed, 0, (uint64_t)e, DROP_RATE);
 }
 
 /* Mean cross-entropy over the targets that are not 0, and its gradient

@@ -24,14 +24,6 @@ RankedTensorType scalarF32(MLIRContext *context) {
   return RankedTensorType::get({}, Float32Type::get(context));
 }
 
-/// A constant of `type` (static) with every element `value`.
-Value splat(OpBuilder &b, Location loc, RankedTensorType type, double value) {
-  return arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(type,
-                             b.getFloatAttr(type.getElementType(), value)));
-}
-
 /// What one Adam update of train_step covers: one parameter, or (no name)
 /// the whole flat buffers of every parameter.
 struct UpdateTarget {
@@ -83,10 +75,11 @@ updateTargets(ModuleOp module, ArrayRef<ParamOp> params, Location loc) {
 /// clipping is off (clip = 0).
 Value clipScale(OpBuilder &b, Location loc, Value norm, Value clip) {
   RankedTensorType f32 = scalarF32(b.getContext());
-  Value zero = splat(b, loc, f32, 0.0);
-  Value one = splat(b, loc, f32, 1.0);
+  Value zero = createSplat(b, loc, f32, 0.0);
+  Value one = createSplat(b, loc, f32, 1.0);
   Value ratio = DivOp::create(
-      b, loc, clip, AddOp::create(b, loc, norm, splat(b, loc, f32, 1e-6)));
+      b, loc, clip,
+      AddOp::create(b, loc, norm, createSplat(b, loc, f32, 1e-6)));
   Value below = CompareOp::create(b, loc, CompareKind::lt, ratio, one);
   Value clamped = SelectOp::create(b, loc, below, ratio, one);
   Value clipping = CompareOp::create(b, loc, CompareKind::gt, clip, zero);

@@ -51,20 +51,14 @@ public:
 
   /// A rank-0 constant.
   Value scalar(Type elementType, double value) {
-    auto type = RankedTensorType::get({}, elementType);
-    return arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+    return createSplat(b, loc, RankedTensorType::get({}, elementType), value);
   }
 
   /// A tensor of `type` filled with `value`; `sizes` gives its dynamic
   /// dimensions.
   Value filled(RankedTensorType type, ValueRange sizes, double value) {
     if (type.hasStaticShape())
-      return arith::ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(type,
-                                 b.getFloatAttr(type.getElementType(), value)));
+      return createSplat(b, loc, type, value);
     return BroadcastOp::create(b, loc, type,
                                scalar(type.getElementType(), value), sizes);
   }

@@ -51,6 +51,14 @@ static LogicalResult verifyDynamicSizes(Operation *op, ValueRange sizes,
 // Parameters and the training configuration
 //===----------------------------------------------------------------------===//
 
+Value attn::createSplat(OpBuilder &b, Location loc, RankedTensorType type,
+                        double value) {
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(type,
+                             b.getFloatAttr(type.getElementType(), value)));
+}
+
 bool attn::isFloatTensor(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   return type && isa<FloatType>(type.getElementType());

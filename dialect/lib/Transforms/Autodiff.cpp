@@ -36,14 +36,6 @@ RankedTensorType scalarF32(MLIRContext *context) {
   return RankedTensorType::get({}, Float32Type::get(context));
 }
 
-/// A constant of `type` (static) with every element `value`.
-Value splat(OpBuilder &b, Location loc, RankedTensorType type, double value) {
-  return arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(type,
-                             b.getFloatAttr(type.getElementType(), value)));
-}
-
 /// The function attribute that marks `<loss>_grad` while it holds only the
 /// forward half (attn-autodiff-primal's output, attn-autodiff's input).
 constexpr StringLiteral kPrimalAttr = "attn.autodiff_primal";
@@ -290,7 +282,8 @@ FailureOr<SmallVector<Value>> Differentiator::run(Block &block, Value loss) {
 
   llvm::StringMap<Value> paramGrads;
   if (active.contains(loss))
-    adjoints[loss] = splat(b, loss.getLoc(), scalarF32(b.getContext()), 1.0);
+    adjoints[loss] =
+        createSplat(b, loss.getLoc(), scalarF32(b.getContext()), 1.0);
   for (Operation *op : llvm::reverse(forward)) {
     SmallVector<Value> resultGrads;
     bool any = false;
@@ -329,7 +322,8 @@ FailureOr<SmallVector<Value>> Differentiator::run(Block &block, Value loss) {
   for (ParamOp param : params) {
     Value grad = paramGrads.lookup(param.getSymName());
     grads.push_back(
-        grad ? grad : splat(b, param.getLoc(), param.getTensorType(), 0.0));
+        grad ? grad
+             : createSplat(b, param.getLoc(), param.getTensorType(), 0.0));
   }
   return grads;
 }

@@ -232,19 +232,35 @@ typedef struct attn_model_info {
 /* Dropout's random stream (counter-based, so forward and backward draw the
  * same mask and a run is reproducible). An element with row-major index
  * `index` of the dropout op numbered `stream` (by the compiler, per entry
- * point) is kept iff (attn_dropout_bits(seed, stream, index) >> 40) >=
- * (uint64_t)(rate * 2^24), and then scaled by 1 / (1 - rate). For attention
+ * point) is kept iff attn_dropout_keeps(seed, stream, index, rate): iff
+ * (attn_dropout_bits(seed, stream, index) >> 40) >= (uint64_t)(rate * 2^24),
+ * and then scaled by 1 / (1 - rate). For attention
  * dropout the index runs over the [B, H, T, S] probabilities. The seed of a
- * call is attn_dropout_seed(user seed, step). */
+ * call is attn_dropout_seed(user seed, step). The compiler builds the same
+ * hash from the constants below. */
+#define ATTN_DROPOUT_STREAM_STEP 0x9E3779B97F4A7C15ull /* per stream + 1 */
+#define ATTN_DROPOUT_INDEX_STEP 0xD1B54A32D192ED03ull  /* per element */
+#define ATTN_SPLITMIX_SHIFT1 30
+#define ATTN_SPLITMIX_MUL1 0xBF58476D1CE4E5B9ull
+#define ATTN_SPLITMIX_SHIFT2 27
+#define ATTN_SPLITMIX_MUL2 0x94D049BB133111EBull
+#define ATTN_SPLITMIX_SHIFT3 31
+#define ATTN_DROPOUT_KEEP_SHIFT 40 /* the top 24 bits decide */
+#define ATTN_DROPOUT_RATE_SCALE 16777216.0 /* 2^24 */
 static inline uint64_t attn_splitmix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
+  x = (x ^ (x >> ATTN_SPLITMIX_SHIFT1)) * ATTN_SPLITMIX_MUL1;
+  x = (x ^ (x >> ATTN_SPLITMIX_SHIFT2)) * ATTN_SPLITMIX_MUL2;
+  return x ^ (x >> ATTN_SPLITMIX_SHIFT3);
 }
 static inline uint64_t attn_dropout_bits(uint64_t seed, uint64_t stream,
                                          uint64_t index) {
-  return attn_splitmix64(seed + 0x9E3779B97F4A7C15ull * (stream + 1) +
-                         0xD1B54A32D192ED03ull * index);
+  return attn_splitmix64(seed + ATTN_DROPOUT_STREAM_STEP * (stream + 1) +
+                         ATTN_DROPOUT_INDEX_STEP * index);
+}
+static inline int attn_dropout_keeps(uint64_t seed, uint64_t stream,
+                                     uint64_t index, double rate) {
+  return (attn_dropout_bits(seed, stream, index) >> ATTN_DROPOUT_KEEP_SHIFT) >=
+         (uint64_t)(rate * ATTN_DROPOUT_RATE_SCALE);
 }
 static inline uint64_t attn_dropout_seed(uint64_t seed, uint64_t step) {
   return attn_splitmix64(attn_splitmix64(seed) ^ step);

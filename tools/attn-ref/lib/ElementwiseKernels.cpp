@@ -224,8 +224,7 @@ Tensor attn::reference::castTensor(const Tensor &input, DType dtype) {
 
 bool attn::reference::dropoutKeeps(uint64_t seed, uint64_t stream,
                                    uint64_t index, double rate) {
-  auto threshold = static_cast<uint64_t>(rate * 16777216.0);
-  return (attn_dropout_bits(seed, stream, index) >> 40) >= threshold;
+  return attn_dropout_keeps(seed, stream, index, rate);
 }
 
 Tensor attn::reference::dropout(const Tensor &input, double rate,

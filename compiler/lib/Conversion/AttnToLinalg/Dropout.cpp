@@ -11,6 +11,8 @@
 
 #include "LinalgBuilders.h"
 
+#include "attn/abi.h"
+
 using namespace mlir;
 
 namespace attn {
@@ -22,7 +24,8 @@ static Value i64Constant(OpBuilder &b, Location loc, uint64_t value) {
 
 Value dropoutStreamBase(OpBuilder &b, Location loc, Value seed,
                         int64_t stream) {
-  uint64_t offset = 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(stream) + 1);
+  uint64_t offset =
+      ATTN_DROPOUT_STREAM_STEP * (static_cast<uint64_t>(stream) + 1);
   return arith::AddIOp::create(b, loc, seed, i64Constant(b, loc, offset));
 }
 
@@ -32,20 +35,23 @@ Value dropoutKeep(OpBuilder &b, Location loc, Value base, Value index,
   Value x = arith::AddIOp::create(
       b, loc, base,
       arith::MulIOp::create(b, loc, index,
-                            i64Constant(b, loc, 0xD1B54A32D192ED03ull)));
+                            i64Constant(b, loc, ATTN_DROPOUT_INDEX_STEP)));
   auto mix = [&](Value v, int shift, uint64_t multiplier) -> Value {
     Value shifted = arith::ShRUIOp::create(b, loc, v, i64Constant(b, loc, shift));
     Value mixed = arith::XOrIOp::create(b, loc, v, shifted);
     return arith::MulIOp::create(b, loc, mixed, i64Constant(b, loc, multiplier));
   };
-  x = mix(x, 30, 0xBF58476D1CE4E5B9ull);
-  x = mix(x, 27, 0x94D049BB133111EBull);
+  x = mix(x, ATTN_SPLITMIX_SHIFT1, ATTN_SPLITMIX_MUL1);
+  x = mix(x, ATTN_SPLITMIX_SHIFT2, ATTN_SPLITMIX_MUL2);
   x = arith::XOrIOp::create(
-      b, loc, x, arith::ShRUIOp::create(b, loc, x, i64Constant(b, loc, 31)));
+      b, loc, x,
+      arith::ShRUIOp::create(b, loc, x,
+                             i64Constant(b, loc, ATTN_SPLITMIX_SHIFT3)));
   // The top 24 bits against the threshold; both sides are below 2^24, so a
   // signed comparison is exact.
-  Value top = arith::ShRUIOp::create(b, loc, x, i64Constant(b, loc, 40));
-  auto threshold = static_cast<uint64_t>(rate * 16777216.0);
+  Value top = arith::ShRUIOp::create(
+      b, loc, x, i64Constant(b, loc, ATTN_DROPOUT_KEEP_SHIFT));
+  auto threshold = static_cast<uint64_t>(rate * ATTN_DROPOUT_RATE_SCALE);
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, top,
                                i64Constant(b, loc, threshold));
 }

@@ -114,8 +114,9 @@ mlir::Value applyActivationDerivative(mlir::OpBuilder &b, mlir::Location loc,
                                       Activation activation, mlir::Value x);
 
 /// Dropout's counter-based random stream (runtime/include/attn/abi.h,
-/// attn_dropout_bits): the loop-invariant part `seed + 0x9E37...15 * (stream
-/// + 1)` of the hashed counter, from the i64 `seed`.
+/// attn_dropout_bits): the loop-invariant part `seed +
+/// ATTN_DROPOUT_STREAM_STEP * (stream + 1)` of the hashed counter, from the
+/// i64 `seed`.
 mlir::Value dropoutStreamBase(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Value seed, int64_t stream);
 

@@ -56,6 +56,11 @@ struct ParamSlot {
 llvm::SmallVector<ParamSlot> computeParamLayout(mlir::ModuleOp module,
                                                 int64_t &numElements);
 
+/// A constant of the static float tensor type `type` with every element
+/// `value`.
+mlir::Value createSplat(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type, double value);
+
 /// Whether `value` is a tensor of floats (the values that have adjoints).
 bool isFloatTensor(mlir::Value value);
 
