@@ -67,3 +67,24 @@ func.func @not_sunk(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf3
   %3 = attn.take %s axis 2 index -1 : (tensor<2x4x8x16xf32>) -> tensor<2x4x16xf32>
   return %0, %1, %r, %2, %3 : tensor<2x8xf32>, tensor<2x32xf32>, tensor<2x8x32xf32>, tensor<2x32xf32>, tensor<2x4x16xf32>
 }
+
+// Every element-wise op (ElementwiseOpInterface) sinks the same way,
+// comparisons, selects and casts included: the select and its operands run
+// on the slice kept.
+// CHECK-LABEL: func.func @select_and_cast
+// CHECK-SAME:    (%[[X:[^:]+]]: tensor<4x8x32xf32>, %[[Y:[^:]+]]: tensor<4x8x32xf32>)
+// CHECK:         %[[XC:.*]] = attn.take %[[X]] axis 1 index 3 : (tensor<4x8x32xf32>) -> tensor<4x32xf32>
+// CHECK:         %[[YC:.*]] = attn.take %[[Y]] axis 1 index 3 : (tensor<4x8x32xf32>) -> tensor<4x32xf32>
+// CHECK:         %[[C:.*]] = attn.compare gt, %[[XC]], %[[YC]] : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xi1>
+// CHECK:         %[[XS:.*]] = attn.take %[[X]] axis 1 index 3 : (tensor<4x8x32xf32>) -> tensor<4x32xf32>
+// CHECK:         %[[YS:.*]] = attn.take %[[Y]] axis 1 index 3 : (tensor<4x8x32xf32>) -> tensor<4x32xf32>
+// CHECK:         %[[S:.*]] = attn.select %[[C]], %[[XS]], %[[YS]] : (tensor<4x32xi1>, tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+// CHECK:         %[[B:.*]] = attn.cast %[[S]] : tensor<4x32xf32> to tensor<4x32xbf16>
+// CHECK:         return %[[B]]
+func.func @select_and_cast(%x: tensor<4x8x32xf32>, %y: tensor<4x8x32xf32>) -> tensor<4x32xbf16> {
+  %c = attn.compare gt, %x, %y : (tensor<4x8x32xf32>, tensor<4x8x32xf32>) -> tensor<4x8x32xi1>
+  %s = attn.select %c, %x, %y : (tensor<4x8x32xi1>, tensor<4x8x32xf32>, tensor<4x8x32xf32>) -> tensor<4x8x32xf32>
+  %b = attn.cast %s : tensor<4x8x32xf32> to tensor<4x8x32xbf16>
+  %last = attn.take %b axis 1 index 3 : (tensor<4x8x32xbf16>) -> tensor<4x32xbf16>
+  return %last : tensor<4x32xbf16>
+}
