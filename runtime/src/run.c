@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cuda.h"
+#include "fpmode.h"
 #include "internal.h"
 
 /* Pointers passed to an entry point: the result pointer plus arguments. */
@@ -630,7 +631,9 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
   if (!st) {
     attn_pool *old = attn_pool_set_current(ctx->pool);
     ctx->arena_need = 0;
+    unsigned fp_mode = attn_fp_enter();
     call(e->fn, ptrs, p);
+    attn_fp_leave(fp_mode);
     attn_pool_set_current(old);
     if (ctx->device)
       st = finish_device_call();

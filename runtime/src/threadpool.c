@@ -44,6 +44,7 @@
 #define cpu_relax() ((void)0)
 #endif
 
+#include "fpmode.h"
 #include "internal.h"
 
 struct attn_pool {
@@ -156,6 +157,8 @@ static void chunk_range(int64_t n, int32_t chunks, int32_t i, int64_t *begin,
 static void *worker_main(void *p) {
   worker_arg wa = *(worker_arg *)p;
   free(p);
+  /* A worker runs nothing but generated code's loops. */
+  (void)attn_fp_enter();
   attn_pool *pool = wa.pool;
   uint64_t seen = 0;
   for (;;) {

@@ -8,6 +8,7 @@
  *     fn stats(x: f32[N, 4], y: f32[N, 4]) { return x + y, sum(x * y) }
  *     fn embed_table() { return embed.weight }
  *     fn scratch(x: f32[N, 4]) { return x * 2 + 1 }  # x * 2 a temporary
+ *     fn denormal() { ... }  # 1e-39 * 1 per element, on the pool
  *   }
  *
  * with each entry point a `_mlir_ciface_` function taking memref descriptor
@@ -18,6 +19,9 @@
  * parameter buffer itself (embed_table), which must be copied, not freed.
  * scratch keeps its temporary in the caller's activation arena as
  * attn-plan-arena's code does (ATTN_ARG_ARENA, ATTN_ARG_ARENA_NEED).
+ * denormal computes a denormal product in each element on whichever thread
+ * of the pool runs it, so that the tests see the floating-point mode
+ * generated code runs in.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -58,6 +62,7 @@ void _mlir_ciface_forward(void *result, void *params, void *tokens);
 void _mlir_ciface_stats(void *results, void *x, void *params, void *y);
 void _mlir_ciface_embed_table(void *result, void *params);
 void _mlir_ciface_scratch(void *result, void *x, void *arena, void *need);
+void _mlir_ciface_denormal(void *result);
 
 typedef struct memref0_i64 {
   int64_t *allocated, *aligned;
@@ -209,6 +214,26 @@ void _mlir_ciface_scratch(void *result_, void *x_, void *arena_,
   result->strides[1] = 1;
 }
 
+/* Element i: 1e-39 (a denormal) * 1, which is 0 when denormals are flushed
+ * (FTZ) or read as zero (DAZ). */
+static void denormal_rows(void *arg, int64_t begin, int64_t end) {
+  float *out = arg;
+  volatile float tiny = 1e-39f, one = 1.0f;
+  for (int64_t i = begin; i < end; ++i)
+    out[i] = tiny * one;
+}
+
+void _mlir_ciface_denormal(void *result_) {
+  memref1_f32 *result = result_;
+  float *out = malloc(sizeof(float) * FAKE_DENORMAL_ELEMENTS);
+  attn_parallel_for(NULL, FAKE_DENORMAL_ELEMENTS, denormal_rows, out);
+  result->allocated = out;
+  result->aligned = out;
+  result->offset = 0;
+  result->sizes[0] = FAKE_DENORMAL_ELEMENTS;
+  result->strides[0] = 1;
+}
+
 static const int64_t params_shape[] = {FAKE_VOCAB * FAKE_DIM};
 static const char *const no_names[] = {""};
 static const int64_t bt_shape[] = {-1, -1};
@@ -254,6 +279,11 @@ static const attn_tensor_info scratch_results[] = {
     {"", ATTN_ARG_INPUT, ATTN_F32, 2, n4_shape, n4_names, NULL, 0},
 };
 
+static const int64_t denormal_shape[] = {FAKE_DENORMAL_ELEMENTS};
+static const attn_tensor_info denormal_results[] = {
+    {"", ATTN_ARG_INPUT, ATTN_F32, 1, denormal_shape, no_names, NULL, 0},
+};
+
 static const attn_entry_info entries[] = {
     {"forward", 2, forward_args, 1, forward_results,
      (void (*)(void))_mlir_ciface_forward, 0, 0},
@@ -263,11 +293,13 @@ static const attn_entry_info entries[] = {
      (void (*)(void))_mlir_ciface_embed_table, 0, 0},
     {"scratch", 3, scratch_args, 1, scratch_results,
      (void (*)(void))_mlir_ciface_scratch, 0, 0},
+    {"denormal", 0, NULL, 1, denormal_results,
+     (void (*)(void))_mlir_ciface_denormal, 0, 0},
 };
 
 const attn_model_info fake_lm_model_info = {
     ATTN_ABI_VERSION, "fake_lm", "x86-64-v3", FAKE_VOCAB * FAKE_DIM,
-    1,                params,    4,           entries,
+    1,                params,    5,           entries,
     0,    /* no key/value cache */
     NULL, /* no train { } section */
 };

@@ -12,6 +12,8 @@
 
 #define FAKE_VOCAB 16
 #define FAKE_DIM 4
+/* The elements of fake_lm's `denormal` result. */
+#define FAKE_DENORMAL_ELEMENTS 64
 
 extern const attn_model_info fake_lm_model_info;
 

@@ -160,6 +160,8 @@ def torch_worker(args):
     from torch import nn
 
     torch.set_num_threads(2)
+    # attnc's entry points flush denormals (FTZ, DAZ); so does the baseline.
+    torch.set_flush_denormal(True)
     weights = read_safetensors(args.weights)
     cfg = MODELS[args.model]
     vocab, d = weights["wte.weight"].shape
@@ -359,6 +361,7 @@ def sdpa_worker():
     import torch
     import torch.nn.functional as F
 
+    torch.set_flush_denormal(True)
     if hasattr(F, "scaled_dot_product_attention"):
         name = "F.scaled_dot_product_attention"
         sdpa = lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal)

@@ -373,7 +373,11 @@ attn_status attn_check_inputs(const attn_entry_info *entry,
  * (borrowed, checked as attn_check_inputs does) and fills
  * outputs[0 .. num_results) with the results, each owning its data (free
  * with attn_tensor_release). On failure no output is filled. While it runs,
- * attn_parallel_for(NULL, ...) on this thread uses the context's pool. */
+ * attn_parallel_for(NULL, ...) on this thread uses the context's pool. The
+ * entry point runs with denormal floats flushed to zero and read as zero
+ * (FTZ and DAZ on x86, as torch.set_flush_denormal(True)), on this thread
+ * and on the pool's workers; this thread's floating-point mode is restored
+ * before attn_run returns. */
 attn_status attn_run(attn_ctx *ctx, const char *entry_name,
                      const attn_tensor *const *inputs, int32_t num_inputs,
                      attn_tensor *outputs, int32_t num_outputs);
