@@ -874,6 +874,18 @@ static int apply_overrides(train_run *r) {
     return input_errorf("%s: the checkpoint is at step %lld, past --steps "
                         "%lld",
                         c->resume, (long long)r->step0, (long long)s->steps);
+  /* Resuming a finished run would train nothing and rewrite -o and the log
+   * as if it had. */
+  if (c->resume && s->steps == r->step0)
+    return c->steps ? input_errorf("%s: the checkpoint is at step %lld, and "
+                                   "--steps is %lld: nothing to resume; "
+                                   "raise --steps",
+                                   c->resume, (long long)r->step0,
+                                   (long long)s->steps)
+                    : input_errorf("%s: the checkpoint is at step %lld, the "
+                                   "last of its run: nothing to resume; give "
+                                   "a larger --steps",
+                                   c->resume, (long long)r->step0);
   return -1;
 }
 

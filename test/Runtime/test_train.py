@@ -431,7 +431,7 @@ def test_checkpoint_errors(d):
         one_error_line(err, *needles, what=f"resume from {name}")
         check(read(out) == b"precious", f"resume from {name}: -o untouched")
     for args, needles, what in [
-        (["--data", VALID_TEXT], ["kjv-valid.txt", "not the data checkpoint"], "resume on other data"),
+        (["--data", VALID_TEXT, "--steps", 40], ["kjv-valid.txt", "not the data checkpoint"], "resume on other data"),
         (["--data", TRAIN_TEXT, "--batch", 8], ["--batch 4", "resumed run keeps it"], "resume with another batch"),
         (["--data", TRAIN_TEXT, "--steps", 5], ["at step 30, past --steps 5"], "resume past --steps"),
     ]:
@@ -439,6 +439,22 @@ def test_checkpoint_errors(d):
         check(st == 1, f"{what}: exit 1")
         one_error_line(err, *needles, what=what)
         check(read(out) == b"precious", f"{what}: -o untouched")
+    # Resuming a finished run trains nothing: an error, and no output, log or
+    # checkpoint written over.
+    log, again = os.path.join(d, "keep.csv"), os.path.join(d, "keep.ckpt.safetensors")
+    write(log, b"precious log")
+    write(again, b"precious checkpoint")
+    for args, needles, what in [
+        (["--steps", 30], ["a.ckpt.safetensors", "at step 30, and --steps is 30", "nothing to resume",
+                           "raise --steps"], "resume a finished run to its own --steps"),
+        ([], ["a.ckpt.safetensors", "at step 30, the last of its run", "nothing to resume", "larger --steps"],
+         "resume a finished run without --steps"),
+    ]:
+        st, _, err = run(BIGRAM, "train", "--resume", ckpt, "--data", TRAIN_TEXT, *args, "-o", out)
+        check(st == 1, f"{what}: exit 1")
+        one_error_line(err, *needles, what=what)
+        check(read(out) == b"precious" and read(log) == b"precious log" and read(again) == b"precious checkpoint",
+              f"{what}: -o, log and checkpoint untouched")
     # (The run killed on purpose may leave its temporary file; none other may.)
     left = [f for f in os.listdir(d) if ".tmp." in f and not f.startswith("k.")]
     check(not left, f"no temporary files left behind ({left})")
