@@ -56,10 +56,13 @@ enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
 cl::OptionCategory attncCategory("attnc options");
 
+// Optional for the parser, so that a bare `attnc` gets attnc's usage and a
+// missing input file a message naming the command, not LLVM's count of
+// positional arguments.
 cl::opt<std::string> commandName(cl::Positional, cl::desc("<command>"),
-                                 cl::Required, cl::cat(attncCategory));
+                                 cl::cat(attncCategory));
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input file>"),
-                                   cl::Required, cl::cat(attncCategory));
+                                   cl::cat(attncCategory));
 cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: "
                                                   "standard output for emit)"),
                                     cl::value_desc("file"), cl::init(""),
@@ -67,7 +70,8 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: "
 /// `--stage`'s help, naming the stages.
 const std::string &stageHelp() {
   static const std::string help =
-      "Stage to print with `emit`: " + attn::allStageNames().str();
+      "Stage to print with `emit` (default: attn-opt): " +
+      attn::allStageNames().str();
   return help;
 }
 cl::opt<std::string> stageOption("stage", cl::desc(stageHelp()),
@@ -130,7 +134,8 @@ std::string overview() {
 
 Commands:
   attnc check   MODEL.tfm                   parse and verify; prints diagnostics
-  attnc emit    MODEL.tfm --stage S [-o F]  print one stage of the pipeline:
+  attnc emit    MODEL.tfm [--stage S] [-o F]
+                print one stage of the pipeline (default: attn-opt):
                 {0}
   attnc compile MODEL.tfm -o NAME.o         object file + C header
   attnc build   MODEL.tfm -o NAME           standalone executable
@@ -683,10 +688,17 @@ int main(int argc, char **argv) {
     return kUsageError;
 
   llvm::StringRef command = commandName;
+  if (command.empty()) {
+    llvm::errs() << overview() << "\nOptions: attnc --help\n";
+    return kUsageError;
+  }
   if (!llvm::is_contained({"check", "emit", "compile", "build"}, command))
     return usageError("unknown command '" + command +
                       "'; expected check, emit, compile or build (see attnc "
                       "--help)");
+  if (inputFilename.empty())
+    return usageError(command + " needs an input file: attnc " + command +
+                      " MODEL.tfm");
   std::optional<attn::Stage> stage = attn::parseStage(stageOption);
   if (!stage)
     return usageError("unknown stage '" + stageOption + "'; expected one of " +
