@@ -175,6 +175,9 @@ attn_status attn_ctx_create(const attn_model_info *model,
   if (!ctx)
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
   ctx->model = model;
+  ctx->step = 1;
+  if (model->train)
+    attn_train_hyper(model->train, ctx->step, ctx->hyper);
   if (opts->allocator) {
     ctx->allocator = *opts->allocator;
   } else {
@@ -312,6 +315,21 @@ attn_status attn_ctx_train_buffer(attn_ctx *ctx, attn_arg_kind kind,
 
 void attn_ctx_set_hyper(attn_ctx *ctx, const float *hyper) {
   memcpy(ctx->hyper, hyper, sizeof ctx->hyper);
+  ctx->hyper_set = 1;
+}
+
+int64_t attn_ctx_step(const attn_ctx *ctx) { return ctx->step; }
+
+attn_status attn_ctx_set_step(attn_ctx *ctx, int64_t step) {
+  if (!ctx)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL context");
+  if (step < 1)
+    return attn_ctx_fail(ctx, attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                                        "the training step counts from 1, "
+                                        "not %lld",
+                                        (long long)step));
+  ctx->step = step;
+  return ATTN_OK;
 }
 
 void attn_ctx_set_seed(attn_ctx *ctx, uint64_t seed) {

@@ -23,6 +23,7 @@ const char *attn_status_name(attn_status status) {
   case ATTN_ERR_MISMATCH: return "mismatch";
   case ATTN_ERR_NOT_FOUND: return "not found";
   case ATTN_ERR_UNSUPPORTED: return "unsupported";
+  case ATTN_ERR_NUMERIC: return "numeric error";
   }
   return "unknown status";
 }

@@ -150,8 +150,16 @@ struct attn_ctx {
   /* Training state, each num_param_elements floats laid out as `params`
    * and allocated (zeroed) on first use: gradients, Adam's m and v. */
   float *grads, *first_moment, *second_moment;
-  /* What the ATTN_ARG_HYPER and ATTN_ARG_SEED arguments get. */
+  /* What the ATTN_ARG_HYPER and ATTN_ARG_SEED arguments get. A call of an
+   * entry point taking HYPER (train_step) whose vector the application has
+   * not set since the previous such call (hyper_set == 0) runs the model's
+   * `train { }` defaults at step `step`, with the dropout seed
+   * attn_dropout_seed(seed, step), as `train` does, so that an application
+   * written from the generated header trains without knowing the vector;
+   * every such call then moves `step` past the step it ran. */
   float hyper[ATTN_HYPER_COUNT];
+  int hyper_set;
+  int64_t step;
   int64_t seed;
   /* The activation arena (ATTN_ARG_ARENA) of arena_bytes bytes, from the
    * allocator, and what the last call needed (ATTN_ARG_ARENA_NEED). */

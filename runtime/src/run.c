@@ -10,6 +10,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -567,6 +568,51 @@ static attn_status take_device_results(const attn_entry_info *e,
   return hand_over_results(e, st, tmp, outputs);
 }
 
+/*===- Training defaults and divergence -----------------------------------===*/
+
+/* The step a call of an entry point taking ATTN_ARG_HYPER ran: the
+ * context's counter under the model's defaults, else the vector's step (the
+ * counter when that is no step). */
+static int64_t step_ran(const attn_ctx *ctx, int defaults) {
+  float t = ctx->hyper[ATTN_HYPER_STEP];
+  if (defaults || !(t >= 1.0f && t < 4.0e18f))
+    return ctx->step;
+  return (int64_t)t;
+}
+
+static const char *nonfinite_name(float x) {
+  return isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf";
+}
+
+/* A training entry point's loss (its first result, when an f32 scalar) and
+ * train_step's gradient norm (its second) must be finite: the optimizer has
+ * already applied a non-finite step to the parameters and moments, and a
+ * loop that kept going would only carry NaN forward. Releases the results
+ * when they are not. */
+static attn_status check_finite(const attn_entry_info *e, attn_tensor *outputs,
+                                int takes_hyper, int64_t step) {
+  static const char *const what[] = {"loss", "gradient norm"};
+  for (int32_t r = 0; r < e->num_results && r < 1 + takes_hyper; ++r) {
+    const attn_tensor *t = &outputs[r];
+    if (t->dtype != ATTN_F32 || t->rank != 0 || !t->data)
+      continue;
+    float x = *(const float *)t->data;
+    if (isfinite(x))
+      continue;
+    const char *name = nonfinite_name(x);
+    for (int32_t k = 0; k < e->num_results; ++k)
+      attn_tensor_release(&outputs[k]);
+    if (takes_hyper)
+      return attn_fail(ATTN_ERR_NUMERIC,
+                       "the %s of '%s' is %s at step %lld; training diverged",
+                       what[r], e->name, name, (long long)step);
+    return attn_fail(ATTN_ERR_NUMERIC,
+                     "the loss of '%s' is %s, so its gradients are not usable",
+                     e->name, name);
+  }
+  return ATTN_OK;
+}
+
 static attn_status run(attn_ctx *ctx, const char *entry_name,
                        const attn_tensor *const *inputs, int32_t num_inputs,
                        attn_tensor *outputs, int32_t num_outputs) {
@@ -611,6 +657,22 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
   if (!slots)
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
 
+  /* A train_step the application did not set up runs the model's
+   * defaults at the context's step (internal.h, struct attn_ctx). */
+  int takes_hyper = 0, training = 0;
+  for (int32_t a = 0; a < e->num_args; ++a) {
+    takes_hyper |= e->args[a].kind == ATTN_ARG_HYPER;
+    training |= e->args[a].kind == ATTN_ARG_HYPER ||
+                e->args[a].kind == ATTN_ARG_GRADS;
+  }
+  int defaults = takes_hyper && !ctx->hyper_set && m->train;
+  int64_t user_seed = ctx->seed;
+  if (defaults) {
+    attn_train_hyper(m->train, ctx->step, ctx->hyper);
+    ctx->seed = (int64_t)attn_dropout_seed((uint64_t)user_seed,
+                                           (uint64_t)ctx->step);
+  }
+
   void *ptrs[MAX_CALL_ARGS];
   void *device_inputs[MAX_CALL_ARGS] = {0};
   int32_t p = 0;
@@ -628,7 +690,8 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
     d += ATTN_DESCRIPTOR_SLOTS(arg.rank);
   }
 
-  if (!st) {
+  int called = !st;
+  if (called) {
     attn_pool *old = attn_pool_set_current(ctx->pool);
     ctx->arena_need = 0;
     unsigned fp_mode = attn_fp_enter();
@@ -637,6 +700,14 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
     attn_pool_set_current(old);
     if (ctx->device)
       st = finish_device_call();
+  }
+  ctx->seed = user_seed;
+  /* The step ran (the parameters moved), whatever its loss: the next one
+   * follows it, with the defaults unless the application sets it up. */
+  int64_t step = takes_hyper ? step_ran(ctx, defaults) : 0;
+  if (called && takes_hyper) {
+    ctx->step = step + 1;
+    ctx->hyper_set = 0;
   }
   for (int32_t a = 0; a < e->num_args; ++a)
     attn_cuda_free(device_inputs[a]);
@@ -650,6 +721,8 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
   if (!st)
     st = ctx->device ? take_device_results(e, slots, outputs)
                      : take_results(ctx, e, inputs, num_inputs, slots, outputs);
+  if (!st && training)
+    st = check_finite(e, outputs, takes_hyper, step);
   free(slots);
   return st;
 }

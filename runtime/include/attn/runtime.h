@@ -45,7 +45,9 @@ typedef enum attn_status {
   ATTN_ERR_MISMATCH = 5,    /* a dtype, rank, shape or tensor set differs from
                                what the model expects */
   ATTN_ERR_NOT_FOUND = 6,   /* no such entry point, argument or parameter */
-  ATTN_ERR_UNSUPPORTED = 7  /* valid, but not supported by this build */
+  ATTN_ERR_UNSUPPORTED = 7, /* valid, but not supported by this build */
+  ATTN_ERR_NUMERIC = 8      /* a training entry point's loss or gradient norm
+                               is NaN or infinite */
 } attn_status;
 
 /* The enumerator's name without the prefix, e.g. "format"; never NULL. */
@@ -377,7 +379,11 @@ attn_status attn_check_inputs(const attn_entry_info *entry,
  * entry point runs with denormal floats flushed to zero and read as zero
  * (FTZ and DAZ on x86, as torch.set_flush_denormal(True)), on this thread
  * and on the pool's workers; this thread's floating-point mode is restored
- * before attn_run returns. */
+ * before attn_run returns. A training entry point (one taking
+ * ATTN_ARG_GRADS or ATTN_ARG_HYPER) whose loss, or train_step's gradient
+ * norm, is NaN or infinite fails with ATTN_ERR_NUMERIC ("the loss of
+ * 'train_step' is NaN at step 7; training diverged"), its results released;
+ * the parameters and training buffers keep what the call wrote. */
 attn_status attn_run(attn_ctx *ctx, const char *entry_name,
                      const attn_tensor *const *inputs, int32_t num_inputs,
                      attn_tensor *outputs, int32_t num_outputs);
@@ -396,12 +402,40 @@ attn_status attn_run(attn_ctx *ctx, const char *entry_name,
 attn_status attn_ctx_train_buffer(attn_ctx *ctx, attn_arg_kind kind,
                                   float **out);
 
-/* Sets what the next calls pass as an ATTN_ARG_HYPER argument: the
- * ATTN_HYPER_COUNT floats at `hyper` (copied), indexed by attn_hyper_index. */
+/* The hyperparameters of train_step (the entry point taking ATTN_ARG_HYPER)
+ * work as an optimizer object's: a context of a model with `train { }`
+ * keeps a step counter t, 1 when created, and a train_step call the
+ * application has not set up runs the model's defaults at t, as `train`
+ * does: attn_train_hyper(model->train, t) (the scheduled learning rate,
+ * betas, eps, weight decay, clip norm, t) with the dropout seed
+ * attn_dropout_seed(S, t), S being what attn_ctx_set_seed set (0 by
+ * default). So NAME_init then NAME_train_step called again and again
+ * trains with no further set-up.
+ *
+ * attn_ctx_set_hyper gives the application full control of the next
+ * train_step call: that call passes the ATTN_HYPER_COUNT floats at `hyper`
+ * (copied, indexed by attn_hyper_index) and the seed attn_ctx_set_seed set,
+ * unchanged. Either way, each train_step call that runs its optimizer step
+ * (whatever its loss) sets t to one past the step it ran (ATTN_HYPER_STEP
+ * of the vector the application set), and the call after it runs the
+ * defaults again unless the application sets the vector again; an
+ * application driving its own schedule calls attn_ctx_set_hyper before
+ * every step, as `train` does. Other entry points taking ATTN_ARG_HYPER
+ * work the same way; entry points without it ignore the vector and t. */
 void attn_ctx_set_hyper(attn_ctx *ctx, const float *hyper);
 
+/* The step counter t of the rule above: the step the next train_step runs
+ * under the defaults. */
+int64_t attn_ctx_step(const attn_ctx *ctx);
+
+/* Sets t (from 1), e.g. to go on from a checkpoint of step t - 1;
+ * ATTN_ERR_INVALID_ARGUMENT for t < 1. */
+attn_status attn_ctx_set_step(attn_ctx *ctx, int64_t step);
+
 /* Sets what the next calls pass as an ATTN_ARG_SEED argument: the dropout
- * seed of the call (attn_dropout_seed(user seed, step) in `train`). */
+ * seed of the call (attn_dropout_seed(user seed, step) in `train`), or, for
+ * a train_step running the defaults, the S they derive the call's seed
+ * from. */
 void attn_ctx_set_seed(attn_ctx *ctx, uint64_t seed);
 
 /* The learning rate of step `step` (t, counted from 1) under the schedule
