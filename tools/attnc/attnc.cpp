@@ -30,6 +30,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
@@ -616,6 +617,82 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
   return kSuccess;
 }
 
+/// The arguments of the passes attnc's pipeline runs for --target, nested
+/// pass managers included, read from the pipeline's textual form: a name
+/// followed by `(` anchors a nested pass manager, `{...}` holds options.
+llvm::SmallVector<std::string> pipelinePassNames(MLIRContext &context) {
+  PassManager pm(&context);
+  attn::PipelineOptions options{attn::Stage::LLVMMLIR};
+  options.target = targetOption;
+  options.training = true;
+  attn::buildAttnPipeline(pm, options);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  llvm::SmallVector<std::string> names;
+  std::string token;
+  int braces = 0;
+  for (char c : text) {
+    if (c == '{' || c == '}') {
+      braces += c == '{' ? 1 : -1;
+      continue;
+    }
+    if (braces > 0)
+      continue;
+    if (c != '(' && c != ')' && c != ',') {
+      token += c;
+      continue;
+    }
+    llvm::StringRef name = llvm::StringRef(token).trim();
+    if (c != '(' && !name.empty() && !llvm::is_contained(names, name))
+      names.push_back(name.str());
+    token.clear();
+  }
+  return names;
+}
+
+/// The name among `candidates` closest to `name`, if one is within a third
+/// of its length in edits (a typo, not another word).
+std::optional<std::string>
+closestName(llvm::StringRef name, llvm::ArrayRef<std::string> candidates) {
+  unsigned limit = std::max<unsigned>(1, name.size() / 3);
+  std::optional<std::string> best;
+  unsigned bestDistance = limit + 1;
+  for (llvm::StringRef candidate : candidates) {
+    unsigned distance = name.edit_distance(candidate, /*AllowReplacements=*/true,
+                                           /*MaxEditDistance=*/limit);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate.str();
+    }
+  }
+  return best;
+}
+
+/// --print-ir-after: a name that is not a pass of the pipeline would print
+/// nothing, so it is a usage error (with the closest pass name for a typo).
+LogicalResult checkPrintIRAfter(MLIRContext &context) {
+  if (printIRAfter.empty())
+    return success();
+  llvm::SmallVector<std::string> names = pipelinePassNames(context);
+  for (const std::string &name : printIRAfter) {
+    if (llvm::is_contained(names, name))
+      continue;
+    if (PassInfo::lookup(name)) {
+      usageError("--print-ir-after: pass '" + name +
+                 "' does not run in attnc's pipeline (--target " +
+                 targetOption + ")");
+      return failure();
+    }
+    std::string message = "--print-ir-after: unknown pass '" + name + "'";
+    if (std::optional<std::string> suggestion = closestName(name, names))
+      message += "; did you mean '" + *suggestion + "'?";
+    usageError(message);
+    return failure();
+  }
+  return success();
+}
+
 /// Parses `.tfm` input and handles the frontend-only stages; the module
 /// otherwise, or null with `status` set.
 OwningOpRef<ModuleOp> loadModel(llvm::SourceMgr &sourceMgr,
@@ -727,6 +804,8 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  if (failed(checkPrintIRAfter(context)))
+    return kUsageError;
 
   OwningOpRef<ModuleOp> module;
   if (llvm::StringRef(inputFilename).ends_with(".mlir")) {
