@@ -121,6 +121,11 @@ cl::opt<unsigned> jobsOption(
     cl::desc("Threads for LLVM's optimisation and code generation of an "
              "object (default: the CPUs there are; 1 with --dump-dir)"),
     cl::value_desc("n"), cl::init(0), cl::cat(attncCategory));
+cl::opt<unsigned> errorLimit("error-limit",
+                             cl::desc("Stop printing errors after N of them "
+                                      "(default: 20; 0: no limit)"),
+                             cl::value_desc("n"), cl::init(20),
+                             cl::cat(attncCategory));
 cl::opt<bool> timingOption("timing",
                            cl::desc("Print the time of every MLIR pass, and "
                                     "of LLVM's optimisation and code "
@@ -804,6 +809,20 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // --error-limit: a file that is no model at all (a text corpus) gives a
+  // screenful of errors, not one per line. Registered after the printing
+  // handler, this one sees each diagnostic first and swallows the errors
+  // past the limit (with their notes).
+  unsigned errors = 0;
+  ScopedDiagnosticHandler limitErrors(&context, [&](Diagnostic &diagnostic) {
+    if (diagnostic.getSeverity() != DiagnosticSeverity::Error ||
+        errorLimit == 0 || ++errors <= errorLimit)
+      return failure();
+    if (errors == errorLimit + 1)
+      llvm::errs() << "attnc: error: too many errors emitted, stopping now "
+                      "[--error-limit N]\n";
+    return success();
+  });
   if (failed(checkPrintIRAfter(context)))
     return kUsageError;
 
