@@ -334,6 +334,37 @@ int attn_cli_read_inputs(cli *c, const attn_entry_info *e,
   return load_inputs(e, files, inputs);
 }
 
+/* Whether `e` is incremental (prefill, decode_step): it appends to the
+ * context's key/value cache. */
+static int uses_kv_cache(const attn_entry_info *e) {
+  for (int32_t a = 0; a < e->num_args; ++a)
+    if (e->args[a].kind == ATTN_ARG_KV_CACHE)
+      return 1;
+  return 0;
+}
+
+/* forward makes one call, so an incremental entry point starts from an empty
+ * cache, sized here for its batch and its inputs' positions (each symbolic
+ * dim after the batch: the tokens', and an encoder-decoder's memory's). */
+static int reset_kv_cache(attn_ctx *ctx, const attn_entry_info *e,
+                          const attn_tensor *inputs) {
+  if (attn_entry_num_inputs(e) < 1 || inputs[0].rank < 2)
+    return -1; /* attn_run names the missing [B, T] tokens */
+  int64_t capacity = 1;
+  for (int32_t k = 0, a = 0; a < e->num_args; ++a) {
+    const attn_tensor_info *info = &e->args[a];
+    if (info->kind != ATTN_ARG_INPUT)
+      continue;
+    const attn_tensor *t = &inputs[k++];
+    for (int32_t d = 1; d < t->rank && d < info->rank; ++d)
+      if (info->shape[d] < 0 && t->dims[d] > capacity)
+        capacity = t->dims[d];
+  }
+  if (attn_kv_cache_reset(ctx, inputs[0].dims[0], capacity))
+    return input_error();
+  return -1;
+}
+
 int attn_cmd_forward(cli *c) {
   const attn_model_info *m = c->model;
   if (!c->weights && m->num_params > 0)
@@ -344,6 +375,12 @@ int attn_cmd_forward(cli *c) {
   const attn_entry_info *e = find_entry_or_fail(m, fn);
   if (!e)
     return EXIT_INPUT;
+  if (uses_kv_cache(e) && strcmp(fn, ATTN_ENTRY_DECODE_STEP) == 0 &&
+      attn_find_entry(m, ATTN_ENTRY_DECODE_PREFILL))
+    return usage_error(c, "--fn decode_step: an encoder-decoder's "
+                          "decode_step continues from the memory an earlier "
+                          "decode_prefill cached, and forward makes one "
+                          "call; use --fn decode_prefill or --fn decode");
   int32_t num_inputs = attn_entry_num_inputs(e);
   const char *files[MAX_INS + 1] = {0};
   int bound = bind_inputs(c, e, files);
@@ -371,6 +408,8 @@ int attn_cmd_forward(cli *c) {
     st = input_errorf("out of memory");
   if (st < 0)
     st = load_inputs(e, files, inputs);
+  if (st < 0 && uses_kv_cache(e))
+    st = reset_kv_cache(ctx, e, inputs);
   int have_outputs = 0;
   if (st < 0) {
     if (attn_run(ctx, fn, ptrs, num_inputs, outputs, e->num_results))

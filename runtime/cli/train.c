@@ -77,15 +77,39 @@ static int check_writable(const char *path) {
   return -1;
 }
 
-/* The entry point `name` or an error naming what is missing. */
+static const char *default_loss_fn(const attn_model_info *m) {
+  return m->train && m->train->loss_fn ? m->train->loss_fn : "loss";
+}
+
+/* Whether `name` is an entry point every model with a train { } section
+ * has: train_step, the loss the section names, and that loss's gradient. */
+static int is_derived_training_entry(const attn_model_info *m,
+                                     const char *name) {
+  const char *loss = default_loss_fn(m);
+  size_t n = strlen(loss);
+  return strcmp(name, ATTN_ENTRY_TRAIN_STEP) == 0 || strcmp(name, loss) == 0 ||
+         (strncmp(name, loss, n) == 0 &&
+          strcmp(name + n, ATTN_ENTRY_GRAD_SUFFIX) == 0);
+}
+
+/* The entry point `name` or an error naming what is missing. A model with
+ * a train { } section lacks one of its training entry points only when
+ * attnc --entry left it out, which is what the error says then. */
 static const attn_entry_info *need_entry(const attn_model_info *m,
                                          const char *name) {
   const attn_entry_info *e = attn_find_entry(m, name);
-  if (!e)
+  if (e)
+    return e;
+  if (m->train && is_derived_training_entry(m, name))
+    input_errorf("model '%s' has no entry point '%s': the model was built "
+                 "without its training entry points (attnc --entry); "
+                 "rebuild it without --entry, or add %s to --entry",
+                 m->name, name, name);
+  else
     input_errorf("model '%s' has no entry point '%s' (attnc generates the "
                  "training entry points of a model with a train { } section)",
                  m->name, name);
-  return e;
+  return NULL;
 }
 
 static int has_arg(const attn_entry_info *e, int32_t kind) {
@@ -190,10 +214,6 @@ static int map_inputs(const attn_entry_info *loss, const attn_entry_info *e,
 }
 
 /*===- grad ---------------------------------------------------------------===*/
-
-static const char *default_loss_fn(const attn_model_info *m) {
-  return m->train && m->train->loss_fn ? m->train->loss_fn : "loss";
-}
 
 /* Views of each parameter's slice of a buffer laid out as the parameters. */
 static attn_tensor *param_views(const attn_model_info *m, float *buf) {

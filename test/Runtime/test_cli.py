@@ -178,7 +178,8 @@ def test_untrainable(d):
     out = os.path.join(d, "untrainable-out.safetensors")
     cases = [
         (["train", "-w", w, "--data", data, "-o", out], ["model 'fake_lm' has no train { } section"]),
-        (["grad", "-w", w, "--in", "tokens=x.npy", "-o", out], ["model 'fake_lm' has no entry point 'loss_grad'"]),
+        (["grad", "-w", w, "--in", "tokens=x.npy", "-o", out], ["model 'fake_lm' has no entry point 'loss_grad'",
+                                                                     "with a train { } section"]),
         (["eval", "-w", w, "--data", data], ["model 'fake_lm' has no entry point 'loss'"]),
     ]
     for args, needles in cases:
