@@ -10,6 +10,8 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
@@ -37,8 +39,40 @@ std::optional<std::string> findCompilerDriver() {
   return std::nullopt;
 }
 
+/// `line` without the linker's path in front (`/usr/bin/ld: `): what a user
+/// needs to read, not which program said it.
+static llvm::StringRef withoutToolName(llvm::StringRef line) {
+  auto [tool, rest] = line.split(':');
+  llvm::StringRef name = llvm::sys::path::filename(tool);
+  if (!rest.empty() && !tool.contains(' ') &&
+      (name == "ld" || name.starts_with("ld.") || name.starts_with("ld64")))
+    return rest.trim();
+  return line.trim();
+}
+
+/// The linker's first message in `output` (the driver's and the linker's
+/// combined output), with the line after it when it only names where the
+/// error is (``in function `main':``).
+static std::string firstLinkerMessage(llvm::StringRef output) {
+  llvm::SmallVector<llvm::StringRef> lines;
+  output.split(lines, '\n', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  // collect2's and clang's summaries ("ld returned 1 exit status") say
+  // nothing new.
+  llvm::erase_if(lines, [](llvm::StringRef line) {
+    return line.starts_with("collect2:") ||
+           line.contains("linker command failed");
+  });
+  if (lines.empty())
+    return "";
+  std::string message = withoutToolName(lines[0]).str();
+  if (llvm::StringRef(message).ends_with(":") && lines.size() > 1)
+    message += " " + withoutToolName(lines[1]).str();
+  return message;
+}
+
 /// Runs the C compiler driver with `args` (after the driver's name) and
-/// `-o` a temporary file, renamed to `outputPath` on success.
+/// `-o` a temporary file, renamed to `outputPath` on success. The driver's
+/// output is captured, so a failure is one line naming the file.
 static LogicalResult runDriver(llvm::ArrayRef<std::string> args,
                                llvm::StringRef outputPath,
                                std::string &error) {
@@ -51,18 +85,33 @@ static LogicalResult runDriver(llvm::ArrayRef<std::string> args,
   llvm::SmallVector<llvm::StringRef> argv = {*driver};
   argv.append(args.begin(), args.end());
   argv.append({"-o", temporary});
+  llvm::SmallString<128> logPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("attnc-link", "log", logPath)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  llvm::FileRemover removeLog(logPath);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
+                                                logPath.str()};
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(*driver, argv, std::nullopt, {}, 0, 0,
-                                         &message);
+  int status = llvm::sys::ExecuteAndWait(*driver, argv, std::nullopt,
+                                         redirects, 0, 0, &message);
   if (status != 0) {
     llvm::sys::fs::remove(temporary);
-    error = "linking " + outputPath.str() + " failed" +
+    if (llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> log =
+            llvm::MemoryBuffer::getFile(logPath)) {
+      std::string linkerMessage = firstLinkerMessage((*log)->getBuffer());
+      if (!linkerMessage.empty())
+        message = linkerMessage;
+    }
+    error = "cannot link '" + outputPath.str() + "'" +
             (message.empty() ? "" : ": " + message);
     return failure();
   }
   if (std::error_code ec = llvm::sys::fs::rename(temporary, outputPath)) {
     llvm::sys::fs::remove(temporary);
-    error = "cannot write " + outputPath.str() + ": " + ec.message();
+    error = "cannot write '" + outputPath.str() + "': " + ec.message();
     return failure();
   }
   return success();

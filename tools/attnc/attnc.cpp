@@ -158,6 +158,34 @@ int usageError(const llvm::Twine &message) {
   return kUsageError;
 }
 
+/// Whether `path` (an output named on the command line) can be written,
+/// checked before the compile so that a missing or read-only directory is
+/// one line naming the file, not the linker's error after the whole work.
+LogicalResult checkWritable(llvm::StringRef path) {
+  if (path.empty() || path == "-")
+    return success();
+  namespace fs = llvm::sys::fs;
+  llvm::SmallString<128> directory(llvm::sys::path::parent_path(path));
+  if (directory.empty())
+    directory = ".";
+  std::error_code ec;
+  if (fs::is_directory(path))
+    ec = std::make_error_code(std::errc::is_a_directory);
+  else if (!fs::exists(directory))
+    ec = std::make_error_code(std::errc::no_such_file_or_directory);
+  else if (!fs::is_directory(directory))
+    ec = std::make_error_code(std::errc::not_a_directory);
+  else if (fs::exists(path))
+    ec = fs::access(path, fs::AccessMode::Write);
+  else
+    ec = fs::access(directory, fs::AccessMode::Write);
+  if (!ec)
+    return success();
+  llvm::errs() << "attnc: error: cannot write '" << path
+               << "': " << ec.message() << "\n";
+  return failure();
+}
+
 /// Writes `text` to `path` only once everything succeeded, so a failed run
 /// never truncates the user's file ("-" or "" is standard output).
 int writeOutput(llvm::StringRef path, llvm::StringRef text) {
@@ -536,6 +564,15 @@ int writeObject(std::unique_ptr<llvm::Module> module,
   return kSuccess;
 }
 
+/// The C header `compile` writes: --header, else the object's name with .h.
+std::string headerPath() {
+  if (!headerFilename.empty())
+    return headerFilename;
+  llvm::SmallString<128> path(outputFilename.getValue());
+  llvm::sys::path::replace_extension(path, "h");
+  return std::string(path);
+}
+
 /// Carries out the command on a verified attn module.
 int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
                 MLIRContext &context) {
@@ -588,15 +625,7 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
                             outputFilename);
   }
   if (command == "compile") {
-    std::string header = headerFilename;
-    if (header.empty()) {
-      llvm::SmallString<128> path(outputFilename.getValue());
-      llvm::sys::path::replace_extension(path, "h");
-      header = std::string(path);
-    }
-    if (header == outputFilename)
-      return usageError("the header would overwrite the object " + header +
-                        "; give --header");
+    std::string header = headerPath();
     if (int status = writeObject(std::move(llvmModule), options, info.name,
                                  outputFilename))
       return status;
@@ -793,6 +822,12 @@ int main(int argc, char **argv) {
                       " is not one of -O0 to -O3");
   if ((command == "build" || command == "compile") && outputFilename.empty())
     return usageError(command + " needs an output file: -o NAME");
+  if (command == "compile" && headerPath() == outputFilename)
+    return usageError("the header would overwrite the object " +
+                      outputFilename + "; give --header");
+  if (failed(checkWritable(outputFilename)) ||
+      (command == "compile" && failed(checkWritable(headerPath()))))
+    return kInputError;
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
