@@ -1121,6 +1121,104 @@ int attn_cmd_train(cli *c) {
 
 /*===- eval ---------------------------------------------------------------===*/
 
+/* The entry point whose argmax `eval` scores for accuracy: `forward`,
+ * taking the data's input alone (the loss fn's first argument) and
+ * returning logits over the loss fn's targets, [B, T, V] for [B, T] tokens
+ * or tags and [B, C] for [B] labels; NULL when the model has none such (a
+ * translator's pairs, a forward with other arguments). */
+static const attn_entry_info *accuracy_entry(const attn_model_info *m,
+                                             const attn_dataset *d) {
+  if (d->layout == ATTN_LAYOUT_SEQ2SEQ)
+    return NULL;
+  const attn_entry_info *f = attn_find_entry(m, ATTN_ENTRY_FORWARD);
+  if (!f || attn_entry_num_inputs(f) != 1 || f->num_results < 1)
+    return NULL;
+  const attn_tensor_info *in = NULL;
+  for (int32_t a = 0; a < f->num_args && !in; ++a)
+    if (f->args[a].kind == ATTN_ARG_INPUT)
+      in = &f->args[a];
+  int32_t rank = d->layout == ATTN_LAYOUT_CLASSIFIER ? 2 : 3;
+  if (in->dtype != ATTN_I32 || in->rank != 2 ||
+      f->results[0].dtype != ATTN_F32 || f->results[0].rank != rank)
+    return NULL;
+  return f;
+}
+
+/* Counts the positions of a batch whose logits' argmax is the target, of
+ * those scored (a tagger's padding tag 0 is not); returns 0 if the logits
+ * do not cover the targets. */
+static int count_correct(const attn_dataset *d, const attn_tensor *logits,
+                         const attn_tensor *targets, int64_t *correct,
+                         int64_t *scored) {
+  int64_t n = attn_tensor_numel(targets);
+  if (logits->rank != targets->rank + 1)
+    return 0;
+  for (int32_t k = 0; k < targets->rank; ++k)
+    if (logits->dims[k] != targets->dims[k])
+      return 0;
+  int64_t v = logits->dims[logits->rank - 1];
+  const float *x = logits->data;
+  const int32_t *y = targets->data;
+  for (int64_t i = 0; i < n; ++i) {
+    if (d->layout == ATTN_LAYOUT_TAGGER && y[i] == 0)
+      continue;
+    int64_t best = 0;
+    for (int64_t j = 1; j < v; ++j)
+      if (x[i * v + j] > x[i * v + best])
+        best = j;
+    *correct += best == y[i];
+    ++*scored;
+  }
+  return 1;
+}
+
+/* One batch of `eval`: the loss fn's loss, weighted by the positions it
+ * scores, and the argmax of `*fwd`'s logits against the targets (*fwd is
+ * cleared if its logits do not cover them). */
+static int eval_batch(attn_ctx *ctx, const attn_dataset *d,
+                      const attn_entry_info *e, const attn_entry_info **fwd,
+                      const int64_t *idx, int64_t count, double *total,
+                      int64_t *positions, int64_t *correct, int64_t *scored) {
+  attn_tensor batch[4];
+  const attn_tensor *ptrs[4];
+  int64_t targets = 0;
+  if (attn_data_batch(d, e, idx, count, batch, &targets))
+    return input_error();
+  int32_t n = attn_entry_num_inputs(e);
+  for (int32_t k = 0; k < n; ++k)
+    ptrs[k] = &batch[k];
+  attn_tensor result;
+  int st = -1;
+  if (attn_run(ctx, e->name, ptrs, n, &result, 1)) {
+    st = input_errorf("%s: %s", d->path, attn_last_error());
+  } else {
+    float loss = *(const float *)result.data;
+    attn_tensor_release(&result);
+    if (targets > 0) {
+      *total += (double)loss * (double)targets;
+      *positions += targets;
+    }
+  }
+  if (st < 0 && *fwd) {
+    attn_tensor *outs = calloc((size_t)(*fwd)->num_results, sizeof *outs);
+    if (!outs)
+      st = input_errorf("out of memory");
+    else if (attn_run(ctx, (*fwd)->name, ptrs, 1, outs, (*fwd)->num_results))
+      st = input_errorf("%s: %s", d->path, attn_last_error());
+    else {
+      int32_t num_results = (*fwd)->num_results;
+      if (!count_correct(d, &outs[0], &batch[1], correct, scored))
+        *fwd = NULL;
+      for (int32_t r = 0; r < num_results; ++r)
+        attn_tensor_release(&outs[r]);
+    }
+    free(outs);
+  }
+  for (int32_t k = 0; k < n; ++k)
+    attn_tensor_release(&batch[k]);
+  return st;
+}
+
 int attn_cmd_eval(cli *c) {
   const attn_model_info *m = c->model;
   if (!c->weights && m->num_params > 0)
@@ -1171,11 +1269,9 @@ int attn_cmd_eval(cli *c) {
     goto done;
   }
   attn_ctx_set_seed(ctx, 0);
-  int32_t map[MAX_INS];
-  for (int32_t k = 0; k < attn_entry_num_inputs(e); ++k)
-    map[k] = k;
+  const attn_entry_info *fwd = accuracy_entry(m, &data);
   double total = 0;
-  int64_t count = 0;
+  int64_t count = 0, correct = 0, scored = 0;
   for (int64_t k = 0; k < n;) {
     /* A short last window of text is a batch of its own. */
     int64_t len0 = data.layout == ATTN_LAYOUT_LM ? attn_data_lm_length(&data, k)
@@ -1185,17 +1281,9 @@ int attn_cmd_eval(cli *c) {
            (data.layout != ATTN_LAYOUT_LM ||
             attn_data_lm_length(&data, k) == len0))
       idx[b++] = k++;
-    attn_tensor result;
-    int64_t targets = 0;
-    if ((st = run_batch(ctx, &data, e, e, map, idx, b, &result, &targets)) >=
-        0)
+    if ((st = eval_batch(ctx, &data, e, &fwd, idx, b, &total, &count,
+                         &correct, &scored)) >= 0)
       goto done;
-    float loss = *(const float *)result.data;
-    attn_tensor_release(&result);
-    if (targets > 0) {
-      total += (double)loss * (double)targets;
-      count += targets;
-    }
   }
   if (count == 0) {
     st = input_errorf("%s: no position to score", c->data);
@@ -1207,8 +1295,10 @@ int attn_cmd_eval(cli *c) {
             "not know; they are not scored\n",
             (long long)data.unknown_targets, c->data, c->weights);
   double mean = total / (double)count;
-  printf("loss: %.6f\nperplexity: %.6g\npositions: %lld\n", mean, exp(mean),
-         (long long)count);
+  printf("loss: %.6f\nperplexity: %.6g\n", mean, exp(mean));
+  if (fwd && scored > 0)
+    printf("accuracy: %.6f\n", (double)correct / (double)scored);
+  printf("positions: %lld\n", (long long)count);
   st = -1;
 done:
   attn_json_free(meta);

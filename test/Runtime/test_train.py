@@ -289,6 +289,26 @@ def test_train_text(d):
     check(st == 0 and len(gen) >= 24, "generate runs on trained weights")
 
 
+def test_lm_accuracy(d):
+    """eval's accuracy on text is the argmax of forward's logits against the next byte."""
+    # Bigram counts of the training text, blurred, predict some bytes right.
+    rng = np.random.default_rng(5)
+    t = np.frombuffer(read(TRAIN_TEXT), dtype=np.uint8).astype(np.int64)
+    counts = np.zeros((V, V))
+    np.add.at(counts, (t[:-1], t[1:]), 1)
+    W = (np.log1p(counts) + rng.normal(0, 1, (V, V))).astype(np.float32)
+    b = rng.normal(0, 1, V).astype(np.float32)
+    w = os.path.join(d, "acc.safetensors")
+    save_weights(w, W, b)
+    x = np.frombuffer(read(VALID_TEXT), dtype=np.uint8).astype(np.int64)
+    want = float(np.mean(np.argmax(W[x[:-1]] + b, axis=1) == x[1:]))
+    for seq in [64, 7]:
+        _, vals = eval_loss(BIGRAM, w, VALID_TEXT, "--seq", seq)
+        got = float(vals.get("accuracy", "nan"))
+        check(abs(got - want) < 1e-6 and 0.05 < want < 0.95,
+              f"eval --seq {seq}: per-byte accuracy {got}, numpy {want}")
+
+
 def test_schedules(d):
     w0 = os.path.join(d, "w0.safetensors")
     cases = [
@@ -549,6 +569,13 @@ def test_tagged(d):
     first = csv_rows(os.path.join(d, "tagger.csv"))[0][1]
     check(loss < 0.6 and first > 4 and int(vals["positions"]) == 11 * 20,
           f"tagged: eval after training ({first} -> {loss}, {vals})")
+    _, t, _ = safetensors(out)
+    W, b = t["head.weight"], t["head.bias"]
+    pred = [int(np.argmax(W[vocab["words"].index(w)] + b)) for s in sents for w, _ in s]
+    gold = [vocab["tags"].index(g) for s in sents for _, g in s]
+    want = float(np.mean(np.array(pred) == np.array(gold)))
+    check(abs(float(vals.get("accuracy", "nan")) - want) < 1e-6,
+          f"tagged: eval's accuracy is the argmax per word against its tag ({vals.get('accuracy')}, numpy {want})")
     # Words the vocabulary does not know are <unk>; tags it does not know are not scored.
     other = os.path.join(d, "other.tagged")
     write(other, "the\tDET\nzebra\tNOUN\nruns\tVERB\nquickly\tADV\nnow\tINTJ\n")
@@ -620,6 +647,16 @@ def test_classifier(d):
           f"pairs: labels numbered in byte order; byte-level text has no vocabulary ({vocab})")
     after, vals = eval_loss(CLASSIFIER, out, data)
     check(after < 0.3 and int(vals["positions"]) == 90, f"classifier: eval loss after training {after}")
+    _, t, _ = safetensors(out)
+    E, bias = t["embed.weight"], t["head.bias"]
+    pred = []
+    for line in lines:
+        x = np.frombuffer(line.split("\t")[0].encode(), dtype=np.uint8)
+        pred.append(int(np.argmax(E[x].astype(np.float64).mean(axis=0).astype(np.float32) + bias)))
+    gold = [vocab["labels"].index(line.split("\t")[1]) for line in lines]
+    want = float(np.mean(np.array(pred) == np.array(gold)))
+    check(abs(float(vals.get("accuracy", "nan")) - want) < 1e-6,
+          f"classifier: eval's accuracy is the argmax per example against its label ({vals.get('accuracy')}, numpy {want})")
     rows = csv_rows(os.path.join(d, "cls.csv"))
     check(rows[0][1] > 1.0, f"classifier: first loss near log 3 ({rows[0][1]})")
     bad = os.path.join(d, "bad_label.tsv")
@@ -640,6 +677,7 @@ def main():
     test_info()
     test_grad(d)
     test_train_text(d)
+    test_lm_accuracy(d)
     test_schedules(d)
     test_update_vs_numpy(d)
     test_resume(d)
