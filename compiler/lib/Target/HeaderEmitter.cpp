@@ -193,11 +193,22 @@ static void emitTrainingComment(llvm::raw_ostream &os, const ModelInfo &info,
        << "_grad() writes d loss / d param\n"
        << " * for every parameter into the gradient buffer; " << n
        << "_train_step() runs one\n"
-       << " * optimizer step, updating the parameters and both moments in place,"
+       << " * optimizer step, updating the parameters and both moments in place."
           "\n"
-       << " * with the context's hyperparameters (learning rate of the step, "
-          "betas, eps,\n"
-       << " * weight decay, clip norm, step count) and dropout seed. */\n";
+       << " * The context is the optimizer: it starts at step 1 with this "
+          "model's train { }\n"
+       << " * values, and each " << n
+       << "_train_step() runs them at the context's step\n"
+       << " * (the scheduled learning rate, dropout seed from the step), then "
+          "advances the\n"
+       << " * step, so " << n << "_init() then " << n << "_train_step()\n"
+       << " * again and again trains. To drive your own schedule, call "
+          "attn_ctx_set_hyper()\n"
+       << " * before each step (it sets every value of the next call only; "
+          "see\n"
+       << " * attn/runtime.h). A NaN or infinite loss returns "
+          "ATTN_ERR_NUMERIC, never a\n"
+       << " * number. */\n";
 }
 
 /// The comment and the typed wrapper of one entry point: a training entry
