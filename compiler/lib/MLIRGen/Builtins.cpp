@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
+#include "Suggestions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -40,6 +41,10 @@ Elaborator::bindArgs(CallArgs &args, llvm::ArrayRef<Formal> formals) {
         diag << "; expected ";
         llvm::interleaveComma(formals, diag,
                               [&](const Formal &f) { diag << f.name; });
+        SmallVector<StringRef> names;
+        for (const Formal &f : formals)
+          names.push_back(f.name);
+        diag << didYouMean(name, names);
       }
       ok = false;
       continue;
@@ -363,6 +368,13 @@ static ElaborateFn lookupBuiltinFunction(StringRef name) {
 
 bool Elaborator::isBuiltinFunction(llvm::StringRef name) const {
   return lookupBuiltinFunction(name) != nullptr;
+}
+
+SmallVector<StringRef> mlirgen::builtinFunctionNames() {
+  SmallVector<StringRef> names = activationKeywords();
+  for (const BuiltinFunction &function : kBuiltinFunctions)
+    names.push_back(function.name);
+  return names;
 }
 
 //===----------------------------------------------------------------------===//

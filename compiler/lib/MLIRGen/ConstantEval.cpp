@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
+#include "Suggestions.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
@@ -327,6 +328,8 @@ Elaborator::expectWord(const Arg &arg, llvm::StringRef what,
   diag << what << " must be one of ";
   llvm::interleaveComma(allowed, diag);
   diag << "; got " << arg.value.describe();
+  if (arg.value.getKind() == EvalValue::Kind::Word)
+    diag << didYouMean(arg.value.getWord(), allowed);
   return std::nullopt;
 }
 

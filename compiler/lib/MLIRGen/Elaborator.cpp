@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
+#include "Suggestions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -487,6 +488,23 @@ static EvalValue notConstant(Elaborator &elab, Location loc,
   return EvalValue::poison();
 }
 
+/// The names a value can be read by in `frame`: what evalName resolves, but
+/// the fns, which are called rather than read.
+static SmallVector<StringRef> valueNames(Frame &frame) {
+  Instance &instance = *frame.instance;
+  SmallVector<StringRef> names;
+  appendKeys(names, frame.locals);
+  appendKeys(names, instance.constants);
+  appendKeys(names, frame.symbolicDims);
+  appendKeys(names, instance.layers);
+  appendKeys(names, instance.params);
+  appendKeys(names, instance.buffers);
+  llvm::append_range(names, maskKeywords());
+  llvm::append_range(names, activationKeywords());
+  llvm::append_range(names, elementTypeKeywords());
+  return names;
+}
+
 EvalValue Elaborator::evalName(const ast::NameExpr &expr, Frame &frame) {
   llvm::StringRef name = expr.getName();
   Instance &instance = *frame.instance;
@@ -517,11 +535,11 @@ EvalValue Elaborator::evalName(const ast::NameExpr &expr, Frame &frame) {
                          << "' is a function; call it with arguments";
     return EvalValue::poison();
   }
-  if (frame.constantOnly && frame.instance == root.get())
-    error(expr.getLoc()) << "undefined name '" << name << "'";
-  else
-    error(expr.getLoc()) << "undefined name '" << name << "' in "
-                         << instance.typeName;
+  InFlightDiagnostic diag = error(expr.getLoc());
+  diag << "undefined name '" << name << "'";
+  if (!frame.constantOnly || frame.instance != root.get())
+    diag << " in " << instance.typeName;
+  diag << didYouMean(name, valueNames(frame));
   return EvalValue::poison();
 }
 
@@ -552,8 +570,14 @@ EvalValue Elaborator::evalMember(const ast::MemberExpr &expr, Frame &frame) {
                          "buffer '" + layer.qualify(member) + "'");
     return evalBuffer(it->second, layer, expr.getLoc());
   }
+  SmallVector<StringRef> members;
+  appendKeys(members, layer.layers);
+  appendKeys(members, layer.params);
+  appendKeys(members, layer.constants);
+  appendKeys(members, layer.buffers);
   error(expr.getLoc()) << layer.typeName << " '" << layer.path
-                       << "' has no member '" << member << "'";
+                       << "' has no member '" << member << "'"
+                       << didYouMean(member, members);
   return EvalValue::poison();
 }
 
@@ -610,9 +634,13 @@ EvalValue Elaborator::evalCall(const ast::CallExpr &call, Frame &frame) {
     if (auto it = layer.constants.find(member->getMember());
         it != layer.constants.end() && it->second.isPoison())
       return EvalValue::poison();
+    SmallVector<StringRef> callees;
+    appendKeys(callees, layer.fns);
+    appendKeys(callees, layer.layers);
     error(member->getLoc()) << layer.typeName << " '" << layer.path
                             << "' has no fn or layer '" << member->getMember()
-                            << "'";
+                            << "'"
+                            << didYouMean(member->getMember(), callees);
     return EvalValue::poison();
   }
 
@@ -682,7 +710,13 @@ EvalValue Elaborator::evalCall(const ast::CallExpr &call, Frame &frame) {
                          << ", which cannot be called";
     return EvalValue::poison();
   }
-  error(call.getLoc()) << "undefined function '" << name << "'";
+  // A misspelt callee is a fn, a builtin, or a layer or local holding one.
+  SmallVector<StringRef> callees = builtinFunctionNames();
+  appendKeys(callees, instance.fns);
+  appendKeys(callees, instance.layers);
+  appendKeys(callees, frame.locals);
+  error(call.getLoc()) << "undefined function '" << name << "'"
+                       << didYouMean(name, callees);
   return EvalValue::poison();
 }
 

@@ -177,6 +177,8 @@ std::optional<Activation> lookupActivation(llvm::StringRef name);
 llvm::SmallVector<llvm::StringRef> maskKeywords();
 /// The element types a model names, in the order of ast::ElementType.
 llvm::SmallVector<llvm::StringRef> elementTypeKeywords();
+/// The builtin functions a model calls, activations included.
+llvm::SmallVector<llvm::StringRef> builtinFunctionNames();
 
 /// An argument of a call, evaluated, with where it was written.
 struct Arg {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
+#include "Suggestions.h"
 
 #include <cmath>
 
@@ -83,9 +84,12 @@ LogicalResult Elaborator::evalInitializer(const ast::CallExpr *init,
   // The initialisers a model names are the cases of InitKind.
   std::optional<InitKind> initKind = symbolizeInitKind(name);
   if (!initKind) {
+    SmallVector<StringRef> initialisers =
+        enumKeywords<InitKind>(getMaxEnumValForInitKind());
     error(init->getLoc()) << "unknown initialiser '" << name
                           << "'; expected normal, uniform, zeros, ones or "
-                             "xavier_uniform";
+                             "xavier_uniform"
+                          << didYouMean(name, initialisers);
     return failure();
   }
   kind = *initKind;
@@ -317,7 +321,10 @@ Elaborator::instantiateLayer(const ast::CallExpr &call, std::string path,
   if (block == blocks.end()) {
     InFlightDiagnostic diag = error(call.getLoc());
     diag << "unknown layer '" << name << "'; expected a block or one of ";
-    llvm::interleaveComma(builtinLayerNames(), diag);
+    SmallVector<StringRef> layerNames = builtinLayerNames();
+    llvm::interleaveComma(layerNames, diag);
+    appendKeys(layerNames, blocks);
+    diag << didYouMean(name, layerNames);
     return nullptr;
   }
   if (llvm::is_contained(instantiating, block->second)) {

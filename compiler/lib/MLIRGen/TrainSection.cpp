@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
+#include "Suggestions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -146,7 +147,10 @@ static bool collectTrainEntries(
         settings.push_back(setting.str());
       elab.error(entry.getLoc())
           << "unknown train setting '" << entry.getKey() << "'; expected "
-          << alternatives(settings);
+          << alternatives(settings)
+          << didYouMean(entry.getKey(),
+                        SmallVector<StringRef>(std::begin(kTrainSettings),
+                                               std::end(kTrainSettings)));
       ok = false;
       continue;
     }
@@ -210,8 +214,12 @@ static LogicalResult evalOptimizer(Elaborator &elab,
     for (StringRef word :
          enumKeywords<OptimizerKind>(getMaxEnumValForOptimizerKind()))
       calls.push_back((word + "(...)").str());
-    elab.error(entry->getValue().getLoc())
-        << "optimizer must be " << alternatives(calls);
+    InFlightDiagnostic diag = elab.error(entry->getValue().getLoc());
+    diag << "optimizer must be " << alternatives(calls);
+    if (call)
+      diag << didYouMean(
+          call->getCalleeName(),
+          enumKeywords<OptimizerKind>(getMaxEnumValForOptimizerKind()));
     return failure();
   }
   optimizer = *kind;
@@ -234,8 +242,12 @@ static LogicalResult evalSchedule(Elaborator &elab,
     SmallVector<std::string> calls;
     for (unsigned value = 0; value <= getMaxEnumValForScheduleKind(); ++value)
       calls.push_back(scheduleUsage(static_cast<ScheduleKind>(value)));
-    elab.error(entry->getValue().getLoc())
-        << "schedule must be " << alternatives(calls);
+    InFlightDiagnostic diag = elab.error(entry->getValue().getLoc());
+    diag << "schedule must be " << alternatives(calls);
+    if (call)
+      diag << didYouMean(
+          call->getCalleeName(),
+          enumKeywords<ScheduleKind>(getMaxEnumValForScheduleKind()));
     return failure();
   }
   schedule = *kind;
