@@ -181,3 +181,33 @@ module {
     return
   }
 }
+
+// -----
+
+// Tests that without attn.train the public fn @loss returning tensor<f32> is
+// differentiated (gradients need no optimizer), and no train_step is built.
+// CHECK-LABEL: func.func @loss(
+// CHECK-LABEL: func.func @loss_grad
+// CHECK-SAME: (%{{.*}}: tensor<4xf32> {attn.name = "x"}, %{{.*}}: tensor<i64> {attn.seed}) -> tensor<f32>
+// CHECK: attn.set_param @w grad
+// CHECK-NOT: train_step
+module {
+  attn.param @w : tensor<4xf32> init normal [0.0, 1.0]
+  func.func @loss(%x: tensor<4xf32> {attn.name = "x"}) -> tensor<f32> {
+    %w = attn.get_param @w : tensor<4xf32>
+    %p = attn.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %l = attn.reduce sum %p axis 0 : (tensor<4xf32>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that without attn.train a @loss of another type is left alone.
+// CHECK-LABEL: func.func @loss(
+// CHECK-NOT: loss_grad
+module {
+  func.func @loss(%x: tensor<4xf32>) -> tensor<4xf32> {
+    return %x : tensor<4xf32>
+  }
+}

@@ -154,12 +154,26 @@ RankedTensorType seedType(MLIRContext *context) {
   return RankedTensorType::get({}, IntegerType::get(context, 64));
 }
 
-/// The loss function of the module's `attn.train`, checked; null (and
-/// success) when the module has none.
+/// Without `attn.train`, the fn `loss` when it is a public function with a
+/// body returning one tensor<f32>: gradients need no optimizer, as
+/// `loss.backward()` needs none. Null otherwise.
+func::FuncOp defaultLoss(ModuleOp module) {
+  auto loss = module.lookupSymbol<func::FuncOp>(entry::kLoss);
+  if (!loss || loss.isExternal() || !loss.isPublic())
+    return func::FuncOp();
+  FunctionType type = loss.getFunctionType();
+  if (type.getNumResults() != 1 ||
+      type.getResult(0) != scalarF32(module.getContext()))
+    return func::FuncOp();
+  return loss;
+}
+
+/// The loss function of the module's `attn.train`, checked; without one,
+/// `defaultLoss`; null (and success) when there is none.
 FailureOr<func::FuncOp> getLoss(ModuleOp module, TrainOp &train) {
   auto trains = llvm::to_vector(module.getOps<TrainOp>());
   if (trains.empty())
-    return func::FuncOp();
+    return defaultLoss(module);
   train = trains.front();
   auto loss = module.lookupSymbol<func::FuncOp>(train.getLossAttr());
   if (!loss || loss.isExternal())
@@ -177,8 +191,8 @@ FailureOr<func::FuncOp> getLoss(ModuleOp module, TrainOp &train) {
 /// `@<loss>_grad(<loss's arguments>, %seed {attn.seed}) -> tensor<f32>`
 /// holding the loss inlined with every dropout seeded, marked as a primal:
 /// what attn-autodiff differentiates. An existing primal is returned as it
-/// is; null when the module has no `attn.train`, or defines both training
-/// entry points itself (hand-written attn IR keeps its own).
+/// is; null when the module has no loss to differentiate, or defines both
+/// training entry points itself (hand-written attn IR keeps its own).
 FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
   TrainOp train;
   FailureOr<func::FuncOp> loss = getLoss(module, train);

@@ -20,6 +20,8 @@ namespace attn::entry {
 
 /// A model's main function, written by the user.
 inline constexpr llvm::StringLiteral kForward = "forward";
+/// The fn differentiated without a `train { }` section, and `grad`'s default.
+inline constexpr llvm::StringLiteral kLoss = "loss";
 /// One optimizer step (attn-build-train-step).
 inline constexpr llvm::StringLiteral kTrainStep = "train_step";
 /// `<loss>_grad`, the gradients of the loss (attn-autodiff).

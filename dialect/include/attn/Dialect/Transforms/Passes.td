@@ -59,8 +59,10 @@ def AttnAutodiffPrimal : Pass<"attn-autodiff-primal", "::mlir::ModuleOp"> {
     for `attn-autodiff`. The pipeline runs it before the `attn-opt`
     canonicalisation, which folds the unseeded (inference) dropout of `F`
     away; the forward pass is then optimised like every other function and
-    differentiated after fusion. Modules without `attn.train`, or that
-    already have the primal, are left unchanged.
+    differentiated after fusion. Without `attn.train`, `F` is the public
+    function `@loss` when it returns one tensor<f32> (gradients need no
+    optimizer). Modules with no such `F`, or that already have the primal,
+    are left unchanged.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
@@ -71,7 +73,9 @@ def AttnAutodiff : Pass<"attn-autodiff", "::mlir::ModuleOp"> {
   let description = [{
     Input: a verified attn module. With an `attn.train loss @F ...` op, the
     pass adds one function (starting from `attn-autodiff-primal`'s `@F_grad`
-    when the module has it, else building it first) (docs/Autodiff.md):
+    when the module has it, else building it first) (docs/Autodiff.md);
+    without `attn.train`, `F` is the public function `@loss` when it
+    returns one tensor<f32>:
 
     - `@F_grad(<F's arguments>, %seed: tensor<i64> {attn.seed}) ->
       tensor<f32>`: `F` inlined with dropout active (every dropout and
@@ -82,10 +86,10 @@ def AttnAutodiff : Pass<"attn-autodiff", "::mlir::ModuleOp"> {
       returns the loss.
 
     The optimizer step that calls it is `attn-build-train-step`'s. `F` and
-    every other function are left unchanged. Modules without `attn.train`,
-    or that define `train_step` themselves (hand-written IR keeps its own
-    training entry points), are left unchanged. An op of the loss with no
-    gradient rule is an error naming it.
+    every other function are left unchanged. Modules with no `F`, or that
+    define `train_step` themselves (hand-written IR keeps its own training
+    entry points), are left unchanged. An op of the loss with no gradient
+    rule is an error naming it.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect"];
