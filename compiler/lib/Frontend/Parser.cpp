@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Frontend/Parser.h"
+#include "attn/Frontend/Suggestions.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
@@ -108,6 +109,14 @@ private:
          << construct << ", found " << tok.describe();
     diag.attachNote(getLoc(openLoc)) << "to match this '" << open << "'";
     return failure();
+  }
+
+  /// `; did you mean 'K'?` when the current token is an identifier one edit
+  /// or so from the keyword K of `keywords`, else nothing.
+  std::string keywordHint(llvm::ArrayRef<llvm::StringRef> keywords) const {
+    if (tok.isNot(TokenKind::identifier))
+      return "";
+    return didYouMean(tok.getSpelling(), keywords);
   }
 
   /// Consumes a token of `kind`, or reports "expected 'x' CONTEXT".
@@ -285,7 +294,8 @@ std::unique_ptr<SourceFile> Parser::parseFile() {
         skipTopLevelDecl();
       continue;
     default:
-      (void)emitExpected("'model', 'block' or 'import' at the top level");
+      (void)emitExpected("'model', 'block' or 'import' at the top level",
+                         keywordHint({"model", "block", "import"}));
       skipTopLevelDecl();
       continue;
     }
@@ -491,8 +501,15 @@ MemberPtr Parser::parseLayerOrRepeatDecl() {
   std::string name = tok.getSpelling().str();
   SMLoc nameLoc = tok.getLoc();
   consume();
-  if (failed(expect(TokenKind::equal, "after member name '" + name + "'")))
+  if (tok.isNot(TokenKind::equal)) {
+    // `lett d = 4` reads as a member named `lett`; the keyword it misspells
+    // says more than the missing '='.
+    (void)emitExpected(
+        "'=' after member name '" + name + "'",
+        didYouMean(name, {"let", "param", "buffer", "fn", "train"}));
     return nullptr;
+  }
+  consume();
 
   ExprPtr count;
   if (tok.is(TokenKind::kw_repeat)) {
@@ -742,9 +759,14 @@ std::unique_ptr<Stmt> Parser::parseStmt() {
   std::string name;
   SMLoc nameLoc;
   if (failed(parseIdentifier(name, nameLoc,
-                             "a statement ('name = value' or 'return')")) ||
-      failed(expect(TokenKind::equal, "after '" + name + "' in an assignment")))
+                             "a statement ('name = value' or 'return')")))
     return nullptr;
+  if (tok.isNot(TokenKind::equal)) {
+    (void)emitExpected("'=' after '" + name + "' in an assignment",
+                       didYouMean(name, {"return"}));
+    return nullptr;
+  }
+  consume();
   ExprPtr value = parseExpr();
   if (!value || failed(expectEndOfLine("the assignment to '" + name + "'")))
     return nullptr;

@@ -8,7 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
-#include "Suggestions.h"
+
+#include "attn/Frontend/Suggestions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 

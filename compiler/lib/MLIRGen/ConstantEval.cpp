@@ -7,7 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
-#include "Suggestions.h"
+
+#include "attn/Frontend/Suggestions.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"

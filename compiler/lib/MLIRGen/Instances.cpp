@@ -9,7 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
-#include "Suggestions.h"
+
+#include "attn/Frontend/Suggestions.h"
 
 #include <cmath>
 

@@ -9,7 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Elaborator.h"
-#include "Suggestions.h"
+
+#include "attn/Frontend/Suggestions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

@@ -1,13 +1,13 @@
 //===- Suggestions.h - "did you mean" for misspelt names --------*- C++ -*-===//
 //
 // Picks the known name a misspelt one most likely meant, so that a diagnostic
-// about an unknown name, layer, argument or option can end in
-// `; did you mean 'X'?`.
+// about an unknown keyword, name, layer, argument or option can end in
+// `; did you mean 'X'?`. The parser and the elaborator share it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_MLIRGEN_SUGGESTIONS_H
-#define ATTN_MLIRGEN_SUGGESTIONS_H
+#ifndef ATTN_FRONTEND_SUGGESTIONS_H
+#define ATTN_FRONTEND_SUGGESTIONS_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -19,29 +19,45 @@
 #include <string>
 
 namespace attn {
-namespace mlirgen {
 
-/// The candidate closest to `name` by edit distance (a swap of two letters
-/// counts two), if it is within max(1, size / 3) edits, is not a rewrite of
-/// every letter, and no other candidate is as close. A tie suggests nothing:
-/// a guess between two names would mislead as often as help.
+/// Whether `a` is `b` with two neighbouring letters swapped (`modle`,
+/// `model`), the commonest slip of the fingers, which plain edit distance
+/// counts as two edits.
+inline bool isAdjacentSwap(llvm::StringRef a, llvm::StringRef b) {
+  if (a.size() != b.size())
+    return false;
+  size_t i = 0;
+  while (i < a.size() && a[i] == b[i])
+    ++i;
+  return i + 1 < a.size() && a[i] == b[i + 1] && a[i + 1] == b[i] &&
+         a.drop_front(i + 2) == b.drop_front(i + 2);
+}
+
+/// The candidate closest to `name` by edit distance (a swap of neighbouring
+/// letters counts one), if it is within max(1, size / 3) edits, keeps a
+/// letter of the name, and no other candidate is as close. A tie
+/// suggests nothing: a guess between two names would mislead as often as
+/// help.
 inline std::optional<llvm::StringRef>
 closestName(llvm::StringRef name, llvm::ArrayRef<llvm::StringRef> candidates) {
-  unsigned maxDistance = std::max<unsigned>(1, name.size() / 3);
-  // A one- or two-letter name is at distance 1 or 2 from every other short
-  // name; replacing all of a name's letters is no misspelling.
-  if (maxDistance >= name.size())
-    maxDistance = name.size() - 1;
-  if (maxDistance == 0)
+  if (name.size() < 2)
     return std::nullopt;
+  // Every one-letter name is one edit from every other: a suggestion keeps at
+  // least one letter of the name.
+  unsigned maxDistance =
+      std::min<unsigned>(std::max<unsigned>(1, name.size() / 3),
+                         name.size() - 1);
   std::optional<llvm::StringRef> best;
   unsigned bestDistance = maxDistance + 1;
   bool tied = false;
   for (llvm::StringRef candidate : candidates) {
     if (candidate == name || candidate.empty())
       continue;
-    unsigned distance = name.edit_distance(candidate, /*AllowReplacements=*/true,
-                                           /*MaxEditDistance=*/maxDistance);
+    unsigned distance =
+        isAdjacentSwap(name, candidate)
+            ? 1
+            : name.edit_distance(candidate, /*AllowReplacements=*/true,
+                                 /*MaxEditDistance=*/maxDistance);
     if (distance > maxDistance)
       continue;
     if (distance < bestDistance) {
@@ -75,7 +91,6 @@ void appendKeys(llvm::SmallVectorImpl<llvm::StringRef> &names,
     names.push_back(entry.getKey());
 }
 
-} // namespace mlirgen
 } // namespace attn
 
-#endif // ATTN_MLIRGEN_SUGGESTIONS_H
+#endif // ATTN_FRONTEND_SUGGESTIONS_H
