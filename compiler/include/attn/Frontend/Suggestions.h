@@ -44,9 +44,8 @@ closestName(llvm::StringRef name, llvm::ArrayRef<llvm::StringRef> candidates) {
     return std::nullopt;
   // Every one-letter name is one edit from every other: a suggestion keeps at
   // least one letter of the name.
-  unsigned maxDistance =
-      std::min<unsigned>(std::max<unsigned>(1, name.size() / 3),
-                         name.size() - 1);
+  unsigned maxDistance = std::min<unsigned>(
+      std::max<unsigned>(1, name.size() / 3), name.size() - 1);
   std::optional<llvm::StringRef> best;
   unsigned bestDistance = maxDistance + 1;
   bool tied = false;
