@@ -8,8 +8,8 @@ For each model: `attnc compile` (timed), link tools/bench/driver.c with the
 object and libattnrt, initialise weights (seed 1). Then three processes
 keep the weights loaded: attnc on 1 thread, attnc on 2 threads (the
 runtime's pool), and PyTorch (when it imports), started with
-OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE and
-torch.set_num_threads(2) (see MLIR22-NOTES) on an nn.Module built from
+OPENBLAS_CORETYPE=SkylakeX (where the CPU has AVX-512) OMP_WAIT_POLICY=PASSIVE
+and torch.set_num_threads(2) (see MLIR22-NOTES) on an nn.Module built from
 nn.Embedding, nn.MultiheadAttention(batch_first=True) with a causal mask,
 nn.LayerNorm, nn.Linear and GELU, loaded from the same safetensors file.
 Runs are interleaved in rounds (each system a few runs per round), so that
@@ -63,7 +63,7 @@ per product (BUILD/bench/gemm_MODEL.tfm), each a call through attn_run
 (driver.c `call`); OpenBLAS: cblas_sgemm with the same operand layouts
 (tools/bench/blas.c, dlopened libopenblas.so.0: the system's, else
 Debian's libopenblas0-pthread fetched without root), OPENBLAS_CORETYPE=
-SkylakeX, openblas_set_num_threads(1 or 2). GFLOP/s = 2 m n k / seconds.
+SkylakeX where the CPU has AVX-512, openblas_set_num_threads(1 or 2). GFLOP/s = 2 m n k / seconds.
 
 `sdpa`: scaled dot-product attention alone, B=1 H=4 D=64, T in --sdpa-t,
 causal and not, forward and forward + backward: attnc's `forward` and
@@ -455,7 +455,7 @@ class TorchWorker(Worker):
     QUIT = json.dumps({"cmd": "quit"})
 
     def __init__(self, args, blas_dir, env=None, pause=0.0):
-        env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX", OMP_WAIT_POLICY="PASSIVE",
+        env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", **openblas_env(),
                    **(env or {}))
         if blas_dir:
             env["LD_LIBRARY_PATH"] = blas_dir + ":" + env.get("LD_LIBRARY_PATH", "")
@@ -486,7 +486,7 @@ class BlasProcess(Worker):
     """tools/bench/blas.c: cblas_sgemm of OpenBLAS, dlopened."""
 
     def __init__(self, exe, lib):
-        env = dict(os.environ, OPENBLAS_CORETYPE="SkylakeX")
+        env = dict(os.environ, **openblas_env())
         self.p = subprocess.Popen([exe, lib, "serve"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=env)
         self.core = self.p.stdout.readline().split()[1]
@@ -658,9 +658,8 @@ VECTOR_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16",
                 "amx_tile", "amx_bf16")
 
 
-def cpu_model():
-    """The CPU as a benchmark table states it: model name, family and model
-    numbers, and which of VECTOR_FLAGS it has."""
+def cpu_fields():
+    """The first processor's fields of /proc/cpuinfo ({} where there is none)."""
     fields = {}
     try:
         with open("/proc/cpuinfo") as f:
@@ -671,6 +670,23 @@ def cpu_model():
                 fields[key.strip()] = value.strip()
     except OSError:
         pass
+    return fields
+
+
+def openblas_env():
+    """OPENBLAS_CORETYPE=SkylakeX (OpenBLAS's AVX-512 kernels, which its
+    detection misses on some VMs) where the CPU has AVX-512; elsewhere
+    OpenBLAS chooses for itself: SkylakeX's kernels would stop a CPU without
+    AVX-512 with an illegal instruction."""
+    if "avx512f" in cpu_fields().get("flags", "").split():
+        return {"OPENBLAS_CORETYPE": "SkylakeX"}
+    return {}
+
+
+def cpu_model():
+    """The CPU as a benchmark table states it: model name, family and model
+    numbers, and which of VECTOR_FLAGS it has."""
+    fields = cpu_fields()
     name = fields.get("model name") or platform.processor() or "unknown"
     if "cpu family" in fields and "model" in fields:
         name += f" (family {fields['cpu family']} model {fields['model']})"
@@ -929,7 +945,8 @@ def run_gemm(bench, peak):
         blas.close()
     bench.notes.append(
         f"GEMM: OpenBLAS {os.path.realpath(lib)} (cblas_sgemm, core {blas.core}, "
-        "OPENBLAS_CORETYPE=SkylakeX, openblas_set_num_threads); attnc: a generated model, "
+        f"{' '.join(f'{k}={v}' for k, v in openblas_env().items()) or 'core detected'}, "
+        "openblas_set_num_threads); attnc: a generated model, "
         "one fn per product (build/bench/gemm_MODEL.tfm), through attn_run, result "
         "allocated per call with the heap kept (MALLOC_MMAP_MAX_=0), inputs pseudo-random")
     summary = []
@@ -1307,7 +1324,9 @@ def main():
           f"average {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
     if torch_info:
         print(f"PyTorch {torch_info['version']} eager, BLAS {torch_info['blas']}, "
-              "OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE, torch.set_num_threads(2)")
+              + " ".join([f"{k}={v}" for k, v in openblas_env().items()]
+                         + ["OMP_WAIT_POLICY=PASSIVE"])
+              + ", torch.set_num_threads(2)")
     if peak_rows:
         print("\nMachine peak (tools/bench/peak.c, clang -O3 -march=native; best run):\n")
         print(markdown(("measure", "threads", "value"), peak_rows))
