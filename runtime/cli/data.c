@@ -459,6 +459,25 @@ static int field_end(field *f) {
   return 1;
 }
 
+/* Hands the input and target fields of every example to `d`; on a failure
+ * `st` frees them instead. Returns `st`. */
+static attn_status adopt_fields(attn_dataset *d, field *input, field *target,
+                                attn_status st) {
+  if (st) {
+    free(input->ids);
+    free(input->off);
+    free(target->ids);
+    free(target->off);
+    return st;
+  }
+  d->num_examples = input->num;
+  d->ids[0] = input->ids;
+  d->off[0] = input->off;
+  d->ids[1] = target->ids;
+  d->off[1] = target->off;
+  return ATTN_OK;
+}
+
 /*===- Language-model data: text and .npy tokens ----------------------------===*/
 
 static attn_status check_stream(attn_dataset *d, const attn_data_spec *spec,
@@ -723,19 +742,7 @@ static attn_status tagged_examples(attn_dataset *d, const tagged_line *toks,
   }
   if (!st && fw.num == 0)
     st = attn_fail(ATTN_ERR_FORMAT, "%s: no 'word<TAB>tag' lines", d->path);
-  if (st) {
-    free(fw.ids);
-    free(fw.off);
-    free(ft.ids);
-    free(ft.off);
-    return st;
-  }
-  d->num_examples = fw.num;
-  d->ids[0] = fw.ids;
-  d->off[0] = fw.off;
-  d->ids[1] = ft.ids;
-  d->off[1] = ft.off;
-  return ATTN_OK;
+  return adopt_fields(d, &fw, &ft, st);
 }
 
 static attn_status open_tagged(attn_dataset *d, const attn_data_spec *spec,
@@ -1048,19 +1055,7 @@ static attn_status pairs_examples(attn_dataset *d, const attn_data_spec *spec,
   for (int64_t i = 0; i < np && !st; ++i)
     st = push_pair(d, spec, in, &pairs[i], tgt_seq, class_limit, scratch, &f0,
                    &f1);
-  if (st) {
-    free(f0.ids);
-    free(f0.off);
-    free(f1.ids);
-    free(f1.off);
-    return st;
-  }
-  d->num_examples = f0.num;
-  d->ids[0] = f0.ids;
-  d->off[0] = f0.off;
-  d->ids[1] = f1.ids;
-  d->off[1] = f1.off;
-  return ATTN_OK;
+  return adopt_fields(d, &f0, &f1, st);
 }
 
 static attn_status open_pairs(attn_dataset *d, const attn_data_spec *spec,

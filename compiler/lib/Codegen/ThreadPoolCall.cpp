@@ -33,19 +33,24 @@ Type taskFieldType(Type type) {
   return nullptr;
 }
 
-func::FuncOp createTaskFunction(ModuleOp module, Location loc, StringRef name) {
-  MLIRContext *context = module.getContext();
+func::FuncOp createInternalFunction(ModuleOp module, Location loc,
+                                    StringRef name, FunctionType type) {
   OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-  Type ptr = LLVM::LLVMPointerType::get(context);
-  Type i64 = mb.getI64Type();
-  auto task = func::FuncOp::create(mb, loc, name,
-                                   mb.getFunctionType({ptr, i64, i64}, {}));
-  task.setPrivate();
-  // Internal linkage: every model object has its own copy.
-  task->setAttr("llvm.linkage",
-                LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
-  task.addEntryBlock();
-  return task;
+  auto func = func::FuncOp::create(mb, loc, name, type);
+  func.setPrivate();
+  func->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
+                                    module.getContext(),
+                                    LLVM::Linkage::Internal));
+  func.addEntryBlock();
+  return func;
+}
+
+func::FuncOp createTaskFunction(ModuleOp module, Location loc, StringRef name) {
+  Builder b(module.getContext());
+  Type ptr = LLVM::LLVMPointerType::get(module.getContext());
+  Type i64 = b.getI64Type();
+  return createInternalFunction(module, loc, name,
+                                b.getFunctionType({ptr, i64, i64}, {}));
 }
 
 Value storeTaskArguments(ImplicitLocOpBuilder &b, Type argsType,

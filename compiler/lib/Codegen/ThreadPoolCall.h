@@ -24,6 +24,13 @@ namespace attn {
 /// for a type the object cannot carry.
 mlir::Type taskFieldType(mlir::Type type);
 
+/// A new private function of `type` at the end of `module`, with internal
+/// linkage (every model object has its own copy) and an empty entry block.
+mlir::func::FuncOp createInternalFunction(mlir::ModuleOp module,
+                                          mlir::Location loc,
+                                          llvm::StringRef name,
+                                          mlir::FunctionType type);
+
 /// A new internal function `void name(void *arg, int64_t begin, int64_t
 /// end)` at the end of `module`, with an empty entry block.
 mlir::func::FuncOp createTaskFunction(mlir::ModuleOp module, mlir::Location loc,

@@ -68,16 +68,12 @@ func::FuncOp getOrCreateDispatcher(ModuleOp module, func::FuncOp kernel,
   int32_t buffers = kernel.getNumArguments() - 2;
   func::FuncOp body = getOrCreateTask(module, kernel, buffers, model);
   func::FuncOp pfor = declareParallelFor(module);
-  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
   MemRefType operand = kernelOperandType(context);
-  auto func = func::FuncOp::create(
-      mb, loc, name,
-      mb.getFunctionType(SmallVector<Type>(buffers, operand), {}));
-  func.setPrivate();
-  func->setAttr("llvm.linkage",
-                LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
-  Block *entry = func.addEntryBlock();
+  func::FuncOp func = createInternalFunction(
+      module, loc, name,
+      FunctionType::get(context, SmallVector<Type>(buffers, operand), {}));
+  Block *entry = &func.front();
   ImplicitLocOpBuilder b(loc, context);
   b.setInsertionPointToStart(entry);
   Value a = entry->getArgument(0), bm = entry->getArgument(1),

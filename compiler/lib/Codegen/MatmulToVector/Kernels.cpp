@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MatmulKernels.h"
+#include "ThreadPoolCall.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -80,20 +81,15 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   MLIRContext *context = module.getContext();
-  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
   MemRefType operand = kernelOperandType(context);
-  Type index = mb.getIndexType();
+  Type index = IndexType::get(context);
   SmallVector<Type> inputs = {operand, operand, operand, index, index};
   if (epilogue)
     inputs.append(epilogue->extras.size() + 1, operand);
-  auto type = mb.getFunctionType(inputs, {});
-  auto func = func::FuncOp::create(mb, loc, name, type);
-  func.setPrivate();
-  // Internal linkage: every model object has its own copy.
-  func->setAttr("llvm.linkage",
-                LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
-  Block *entry = func.addEntryBlock();
+  func::FuncOp func = createInternalFunction(
+      module, loc, name, FunctionType::get(context, inputs, {}));
+  Block *entry = &func.front();
   ImplicitLocOpBuilder b(loc, context);
   b.setInsertionPointToStart(entry);
   MatmulOperands ops{entry->getArgument(0), entry->getArgument(1),
