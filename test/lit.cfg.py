@@ -60,6 +60,9 @@ if numpy_python:
     config.available_features.add("numpy")
     config.substitutions.append(("%python", numpy_python))
 
+# The build tree, which test/Integration/install installs from.
+config.substitutions.append(("%attn_build", config.attn_obj_root))
+
 # C programs linked against a compiled model and the runtime (test/Integration/c-api).
 config.substitutions.append(
     ("%runtime_include", os.path.join(config.attn_src_root, "runtime", "include")))

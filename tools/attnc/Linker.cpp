@@ -1,8 +1,9 @@
 //===- Linker.cpp - Linking standalone executables ------------------------===//
 //
-// Finds libattncli and libattnrt next to attnc (build/lib or an install's
-// lib/) and a C compiler driver, links into a temporary file and renames it
-// into place.
+// Finds libattncli and libattnrt relative to the attnc executable (beside
+// it, or in ../lib: build/lib in a build tree, PREFIX/lib in an install) and
+// a C compiler driver, links into a temporary file and renames it into
+// place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,17 +20,53 @@ using namespace mlir;
 
 namespace attn {
 
-/// A library of the runtime: $`envVar`, else ../lib/`fileName` relative to
-/// the attnc executable.
-static std::string findRuntimeLibrary(const char *envVar,
-                                      llvm::StringRef fileName) {
-  if (const char *path = std::getenv(envVar))
-    return path;
+/// The path of the runtime library `fileName`: the one $`envVar` names
+/// when set (an explicit choice wins), else the first that exists of
+/// `fileName` beside the attnc executable and in ../lib from it. The
+/// executable's path has its symbolic links resolved, so a link to attnc
+/// elsewhere on PATH still finds the install it belongs to.
+static FailureOr<std::string> findRuntimeLibrary(const char *envVar,
+                                                 llvm::StringRef fileName,
+                                                 llvm::StringRef what,
+                                                 std::string &error) {
+  const char *named = std::getenv(envVar);
+  if (named && *named) {
+    if (llvm::sys::fs::exists(named))
+      return std::string(named);
+    error = ("cannot find the " + what + " '" + named + "' that " + envVar +
+             " names")
+                .str();
+    return failure();
+  }
   static int anchor;
   std::string exe = llvm::sys::fs::getMainExecutable("attnc", &anchor);
-  llvm::SmallString<256> path(llvm::sys::path::parent_path(exe));
-  llvm::sys::path::append(path, "..", "lib", fileName);
-  return std::string(path);
+  llvm::SmallString<256> beside(llvm::sys::path::parent_path(exe));
+  llvm::SmallString<256> lib(llvm::sys::path::parent_path(beside));
+  llvm::sys::path::append(lib, "lib");
+  for (llvm::StringRef directory : {beside.str(), lib.str()}) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, fileName);
+    if (llvm::sys::fs::exists(path))
+      return std::string(path);
+  }
+  error = ("cannot find the " + what + " " + fileName + " in " + beside +
+           " or " + lib + " (set " + envVar + " to its path)")
+              .str();
+  return failure();
+}
+
+LogicalResult findRuntimeLibraries(RuntimeLibraries &libraries,
+                                   std::string &error) {
+  FailureOr<std::string> runtime = findRuntimeLibrary(
+      "ATTN_RUNTIME_LIB", "libattnrt.a", "runtime library", error);
+  if (failed(runtime))
+    return failure();
+  FailureOr<std::string> cli = findRuntimeLibrary(
+      "ATTN_CLI_LIB", "libattncli.a", "command-line library", error);
+  if (failed(cli))
+    return failure();
+  libraries = {*cli, *runtime};
+  return success();
 }
 
 std::optional<std::string> findCompilerDriver() {
@@ -119,22 +156,14 @@ static LogicalResult runDriver(llvm::ArrayRef<std::string> args,
 
 LogicalResult linkExecutable(llvm::StringRef objectPath,
                              llvm::StringRef outputPath, std::string &error) {
+  RuntimeLibraries libraries;
+  if (failed(findRuntimeLibraries(libraries, error)))
+    return failure();
   // The object's `main` calls attn_main (libattncli), which calls into
   // libattnrt: the command line comes first for the static link.
-  std::string cli = findRuntimeLibrary("ATTN_CLI_LIB", "libattncli.a");
-  std::string runtime = findRuntimeLibrary("ATTN_RUNTIME_LIB", "libattnrt.a");
-  if (!llvm::sys::fs::exists(runtime)) {
-    error = "cannot find the runtime library " + runtime +
-            " (set ATTN_RUNTIME_LIB to its path)";
-    return failure();
-  }
-  if (!llvm::sys::fs::exists(cli)) {
-    error = "cannot find the command-line library " + cli +
-            " (set ATTN_CLI_LIB to its path)";
-    return failure();
-  }
-  return runDriver({objectPath.str(), cli, runtime, "-lm", "-lpthread"},
-                   outputPath, error);
+  return runDriver(
+      {objectPath.str(), libraries.cli, libraries.runtime, "-lm", "-lpthread"},
+      outputPath, error);
 }
 
 LogicalResult linkRelocatable(llvm::ArrayRef<std::string> objectPaths,

@@ -830,6 +830,15 @@ int main(int argc, char **argv) {
     return kInputError;
 
   std::string error;
+  // build's libraries are looked up before the compile, like its output, so
+  // a missing runtime is not reported after all the work.
+  attn::RuntimeLibraries libraries;
+  if (command == "build" &&
+      failed(attn::findRuntimeLibraries(libraries, error))) {
+    llvm::errs() << "attnc: error: " << error << "\n";
+    return kInputError;
+  }
+
   std::unique_ptr<llvm::MemoryBuffer> input =
       openInputFile(inputFilename, &error);
   if (!input) {
