@@ -23,7 +23,7 @@ CMAKE_FLAGS := -G Ninja \
   -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
   -DLLVM_USE_LINKER=lld
 
-.PHONY: all deps configure build test test-long check-lit check-unit docs demo fuzz bench clean
+.PHONY: all deps configure build install test test-long check-lit check-unit docs demo fuzz bench clean
 
 all: build
 
@@ -49,6 +49,13 @@ configure: $(BUILD)/build.ninja
 
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The tools, the runtime libraries and headers, and the CMake package
+# (docs/Install.md) under PREFIX, staged under DESTDIR when it is set.
+PREFIX ?= /usr/local
+
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
 
 check-lit: build
 	$(LLVM_DIR)/bin/lit -sv $(BUILD)/test
