@@ -301,6 +301,50 @@ void attn_byte_encode(const char *text, size_t len, int32_t *ids);
 attn_status attn_byte_decode(const int32_t *ids, size_t n, char *text);
 
 /*===----------------------------------------------------------------------===*
+ * GPT-2's byte-level BPE tokenizer
+ *===----------------------------------------------------------------------===*/
+
+/* The tokenizer OpenAI published with GPT-2: its vocabulary `encoder.json`
+ * (token string -> id, 50257 tokens) and merges `vocab.bpe`, both spelling
+ * bytes through GPT-2's byte alphabet. Immutable once loaded, so one
+ * tokenizer may encode and decode on several threads at the same time. */
+typedef struct attn_bpe attn_bpe;
+
+/* Reads DIR/encoder.json and DIR/vocab.bpe into a tokenizer owned by the
+ * caller (attn_bpe_destroy). A missing file, malformed JSON, an id that is
+ * not one of 0 .. n-1 or appears twice, a token outside the byte alphabet,
+ * or a merge line that does not join two earlier tokens into a token of
+ * encoder.json fails with a message naming the file and the byte or line. */
+attn_status attn_bpe_load(const char *dir, attn_bpe **out);
+/* NULL is a no-op. */
+void attn_bpe_destroy(attn_bpe *bpe);
+
+/* The number of token ids, 0 .. n-1 (50257 for GPT-2). */
+int32_t attn_bpe_vocab_size(const attn_bpe *bpe);
+
+/* Encodes text[0 .. len) as GPT-2's encoder does: split by its
+ * pre-tokenizer pattern (contractions, letters, digits, other characters,
+ * each with an optional leading space; runs of white space), then each
+ * piece's bytes merged by rank. Bytes that are not UTF-8 count as "other"
+ * characters. Writes ids[0 .. *num_ids), *num_ids <= len, into `ids`
+ * (caller-owned, room for `len`). Fails only when out of memory. */
+attn_status attn_bpe_encode(const attn_bpe *bpe, const char *text, size_t len,
+                            int32_t *ids, size_t *num_ids);
+
+/* The bytes of token `id` (borrowed from the tokenizer; not NUL-terminated;
+ * possibly part of a UTF-8 sequence). Fails for an id outside the
+ * vocabulary. */
+attn_status attn_bpe_token_bytes(const attn_bpe *bpe, int32_t id,
+                                 const char **bytes, size_t *len);
+
+/* Decodes ids[0 .. n) to text, as snprintf writes: *len is the length of
+ * the whole text, of which the first min(*len, cap) bytes go to `text`
+ * (caller-owned; no NUL added; NULL when cap is 0). Fails, naming the
+ * position, on an id outside the vocabulary. */
+attn_status attn_bpe_decode(const attn_bpe *bpe, const int32_t *ids, size_t n,
+                            char *text, size_t cap, size_t *len);
+
+/*===----------------------------------------------------------------------===*
  * Samplers
  *===----------------------------------------------------------------------===*/
 
