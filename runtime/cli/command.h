@@ -3,7 +3,7 @@
  * Not installed and not part of the API of libattncli: the parsed command
  * line every subcommand reads, the table of commands and their options
  * (main.c, options.c), the messages and exit statuses, and the subcommands
- * (commands.c, train.c).
+ * (commands.c, train.c, tokenize.c).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -39,6 +39,8 @@ typedef struct cli {
   const char *command;
   const attn_model_info *model;
   const char *weights, *out, *fn, *prompt, *ids_out;
+  const char *tokenizer;  /* --tokenizer DIR: GPT-2's BPE instead of bytes */
+  const char *text, *ids; /* tokenize's input */
   const char *ins[MAX_INS];
   int num_ins;
   uint64_t seed;
@@ -99,6 +101,13 @@ int attn_cli_load_weights(cli *c, attn_ctx **ctx);
 int attn_cli_read_inputs(cli *c, const attn_entry_info *e,
                          attn_tensor *inputs);
 
+/* Loads --tokenizer into *bpe (NULL without the option); returns an exit
+ * status, or -1 to go on. */
+int attn_cli_load_tokenizer(const cli *c, attn_bpe **bpe);
+/* Fails (returning an exit status; -1 to go on) when the model's vocabulary,
+ * `vocab` (0: unknown), cannot hold every token of the tokenizer. */
+int attn_cli_check_vocab(const cli *c, const attn_bpe *bpe, int64_t vocab);
+
 int attn_cmd_info(cli *c);
 int attn_cmd_init(cli *c);
 int attn_cmd_forward(cli *c);
@@ -106,5 +115,6 @@ int attn_cmd_generate(cli *c);
 int attn_cmd_grad(cli *c);
 int attn_cmd_train(cli *c);
 int attn_cmd_eval(cli *c);
+int attn_cmd_tokenize(cli *c);
 
 #endif /* ATTN_CLI_COMMAND_H */

@@ -458,7 +458,8 @@ typedef struct gen_out {
   const char *prompt;
   size_t prompt_len;
   int printed_prompt;
-  int32_t bad_token; /* a sampled id that is not a byte, or -1 */
+  const attn_bpe *bpe; /* --tokenizer, or NULL for bytes */
+  int32_t bad_token;   /* a sampled id that has no text, or -1 */
 } gen_out;
 
 static void print_prompt(gen_out *g) {
@@ -469,14 +470,55 @@ static void print_prompt(gen_out *g) {
 
 static int on_token(void *user, int32_t token) {
   gen_out *g = user;
-  if (token < 0 || token >= ATTN_BYTE_VOCAB) {
+  const char *bytes;
+  size_t len = 1;
+  char byte = (char)token;
+  if (g->bpe ? attn_bpe_token_bytes(g->bpe, token, &bytes, &len) != ATTN_OK
+             : token < 0 || token >= ATTN_BYTE_VOCAB) {
     g->bad_token = token;
     return 1;
   }
   print_prompt(g);
-  fputc(token, stdout);
+  fwrite(g->bpe ? bytes : &byte, 1, len, stdout);
   fflush(stdout);
   return 0;
+}
+
+/* The vocabulary generate samples from: the last dim of the logits of
+ * forward (decode for an encoder-decoder), or 0 when unknown. */
+static int64_t logits_vocab(const attn_model_info *m) {
+  const attn_entry_info *e =
+      attn_find_entry(m, attn_model_is_encoder_decoder(m) ? ATTN_ENTRY_DECODE
+                                                          : ATTN_ENTRY_FORWARD);
+  if (!e || e->num_results != 1 || e->results[0].rank < 1)
+    return 0;
+  int64_t v = e->results[0].shape[e->results[0].rank - 1];
+  return v > 0 ? v : 0;
+}
+
+/* The prompt's ids, bytes or GPT-2 tokens, into *ids (to free). */
+static int encode_prompt(const gen_out *g, int32_t **ids, int64_t *n) {
+  *ids = malloc(sizeof **ids * g->prompt_len);
+  if (!*ids)
+    return input_errorf("out of memory");
+  size_t count = g->prompt_len;
+  if (!g->bpe)
+    attn_byte_encode(g->prompt, g->prompt_len, *ids);
+  else if (attn_bpe_encode(g->bpe, g->prompt, g->prompt_len, *ids, &count))
+    return input_error();
+  *n = (int64_t)count;
+  return -1;
+}
+
+static int bad_token_error(const cli *c, const gen_out *g) {
+  if (g->bpe)
+    return input_errorf("generate: the model produced token %d, outside the "
+                        "%d tokens of the tokenizer in %s",
+                        (int)g->bad_token, (int)attn_bpe_vocab_size(g->bpe),
+                        c->tokenizer);
+  return input_errorf("generate: the model produced token %d, which is not "
+                      "a byte (generate is byte-level: vocabulary 0..255)",
+                      (int)g->bad_token);
 }
 
 int attn_cmd_generate(cli *c) {
@@ -486,18 +528,30 @@ int attn_cmd_generate(cli *c) {
   if (len == 0)
     return usage_error(c, "--prompt must not be empty (generation starts "
                           "from at least one byte)");
-  attn_ctx *ctx = NULL;
-  int st = attn_cli_load_weights(c, &ctx);
-  if (st >= 0)
+  gen_out g = {c->prompt, len, 0, NULL, -1};
+  attn_bpe *bpe = NULL;
+  int st = attn_cli_load_tokenizer(c, &bpe);
+  if (st < 0)
+    st = attn_cli_check_vocab(c, bpe, logits_vocab(c->model));
+  if (st >= 0) {
+    attn_bpe_destroy(bpe);
     return st;
-  int32_t *prompt = malloc(sizeof *prompt * len);
+  }
+  g.bpe = bpe;
+  attn_ctx *ctx = NULL;
+  st = attn_cli_load_weights(c, &ctx);
+  if (st >= 0) {
+    attn_bpe_destroy(bpe);
+    return st;
+  }
+  int32_t *prompt = NULL;
   int32_t *ids = malloc(sizeof *ids * (size_t)(c->tokens + 1));
-  gen_out g = {c->prompt, len, 0, -1};
-  int64_t n = 0;
-  if (!prompt || !ids) {
+  int64_t prompt_len = 0, n = 0;
+  if (!ids)
     st = input_errorf("out of memory");
-  } else {
-    attn_byte_encode(c->prompt, len, prompt);
+  else
+    st = encode_prompt(&g, &prompt, &prompt_len);
+  if (st < 0) {
     attn_generate_options opts;
     memset(&opts, 0, sizeof opts);
     opts.sampler.temperature = c->temperature;
@@ -512,12 +566,10 @@ int attn_cmd_generate(cli *c) {
     opts.stop_token = (int32_t)c->eos;
     /* An encoder-decoder's output is the target alone, not the source. */
     g.printed_prompt = attn_model_is_encoder_decoder(c->model);
-    if (attn_generate(ctx, prompt, (int64_t)len, c->tokens, &opts, ids, &n))
+    if (attn_generate(ctx, prompt, prompt_len, c->tokens, &opts, ids, &n))
       st = input_error();
     else if (g.bad_token >= 0)
-      st = input_errorf("generate: the model produced token %d, which is not "
-                        "a byte (generate is byte-level: vocabulary 0..255)",
-                        (int)g.bad_token);
+      st = bad_token_error(c, &g);
   }
   if (st < 0)
     print_prompt(&g);
@@ -534,6 +586,7 @@ int attn_cmd_generate(cli *c) {
   free(prompt);
   free(ids);
   attn_ctx_destroy(ctx);
+  attn_bpe_destroy(bpe);
   return st < 0 ? EXIT_OK : st;
 }
 

@@ -480,16 +480,24 @@ static attn_status adopt_fields(attn_dataset *d, field *input, field *target,
 
 /*===- Language-model data: text and .npy tokens ----------------------------===*/
 
-static attn_status check_stream(attn_dataset *d, const attn_data_spec *spec,
-                                const attn_tensor_info *const *in) {
+/* The ids a language model's tokens and targets take: [0, limit), or any
+ * when 0. */
+static int64_t stream_limit(const attn_data_spec *spec,
+                            const attn_tensor_info *const *in) {
   int64_t limit = in[0]->id_limit;
   int64_t tlimit = target_limit(spec->model, in[1]);
   if (tlimit > 0 && (limit == 0 || tlimit < limit))
     limit = tlimit;
+  return limit;
+}
+
+static attn_status check_stream(attn_dataset *d, const attn_data_spec *spec,
+                                const attn_tensor_info *const *in) {
+  int64_t limit = stream_limit(spec, in);
   for (int64_t i = 0; i < d->stream_len; ++i) {
     int32_t id = d->stream[i];
     if (id < 0 || (limit > 0 && id >= limit)) {
-      if (d->format == ATTN_DATA_TEXT)
+      if (d->format == ATTN_DATA_TEXT && !spec->tokenizer)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "%s: byte 0x%02x at offset %lld is not below the "
                          "vocabulary size %lld of model '%s' (argument '%s')",
@@ -505,22 +513,54 @@ static attn_status check_stream(attn_dataset *d, const attn_data_spec *spec,
   return ATTN_OK;
 }
 
+/* Text: its bytes, or its GPT-2 tokens. The tokens then enter the checksum
+ * too, so that resuming a checkpoint finds text read another way. */
+static attn_status open_text(attn_dataset *d, const attn_data_spec *spec,
+                             const attn_tensor_info *const *in) {
+  const attn_bpe *bpe = spec->tokenizer;
+  int64_t limit = stream_limit(spec, in);
+  if (bpe && limit > 0 && limit < attn_bpe_vocab_size(bpe))
+    return attn_fail(ATTN_ERR_MISMATCH,
+                     "model '%s' has a vocabulary of %lld tokens (argument "
+                     "'%s'), fewer than the %d of the tokenizer in %s",
+                     spec->model->name, (long long)limit, in[0]->name,
+                     (int)attn_bpe_vocab_size(bpe), spec->tokenizer_dir);
+  char *buf;
+  attn_status st = read_file(d->path, &buf, &d->bytes, &d->hash, 0);
+  if (st)
+    return st;
+  d->stream = malloc(sizeof(int32_t) * (size_t)(d->bytes + 1));
+  if (!d->stream) {
+    free(buf);
+    return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
+  }
+  size_t n = (size_t)d->bytes;
+  if (!bpe) {
+    attn_byte_encode(buf, n, d->stream);
+  } else if ((st = attn_bpe_encode(bpe, buf, n, d->stream, &n))) {
+    char why[ATTN_ERROR_MAX];
+    snprintf(why, sizeof why, "%s", attn_last_error());
+    free(buf);
+    return attn_fail(st, "%s: %s", d->path, why);
+  } else {
+    attn_checksum cs;
+    attn_checksum_init(&cs);
+    attn_checksum_update(&cs, buf, (size_t)d->bytes);
+    attn_checksum_update(&cs, d->stream, sizeof(int32_t) * n);
+    d->hash = attn_checksum_final(&cs);
+  }
+  d->stream_len = (int64_t)n;
+  free(buf);
+  return ATTN_OK;
+}
+
 static attn_status open_lm(attn_dataset *d, const attn_data_spec *spec,
                            const attn_tensor_info *const *in) {
   attn_status st;
   int64_t rows = 0, row_len = 0;
   if (d->format == ATTN_DATA_TEXT) {
-    char *buf;
-    if ((st = read_file(d->path, &buf, &d->bytes, &d->hash, 0)))
+    if ((st = open_text(d, spec, in)))
       return st;
-    d->stream = malloc(sizeof(int32_t) * (size_t)(d->bytes + 1));
-    if (!d->stream) {
-      free(buf);
-      return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->path);
-    }
-    attn_byte_encode(buf, (size_t)d->bytes, d->stream);
-    d->stream_len = d->bytes;
-    free(buf);
   } else {
     char *raw;
     if ((st = read_file(d->path, &raw, &d->bytes, &d->hash, 0)))
@@ -1134,6 +1174,10 @@ attn_status attn_data_open(attn_dataset *d, const char *path,
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "%s: unknown data format",
                      path);
   }
+  if (spec->tokenizer && d->format != ATTN_DATA_TEXT)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                     "%s: --tokenizer reads text data, and this is %s data",
+                     path, attn_data_format_name(d->format));
   if (need)
     return attn_fail(ATTN_ERR_MISMATCH,
                      "%s: %s data needs a loss fn with %s arguments, but '%s' "

@@ -14,7 +14,7 @@
 
 typedef enum attn_data_format {
   ATTN_DATA_AUTO = -1,
-  ATTN_DATA_TEXT = 0,   /* UTF-8 text, byte-level tokens */
+  ATTN_DATA_TEXT = 0,   /* UTF-8 text: bytes, or GPT-2's BPE tokens */
   ATTN_DATA_TOKENS = 1, /* .npy token ids */
   ATTN_DATA_TAGGED = 2, /* word<TAB>tag lines, blank line between sentences */
   ATTN_DATA_PAIRS = 3   /* input<TAB>target lines */
@@ -73,6 +73,8 @@ typedef struct attn_data_spec {
   int eval;                      /* keep every position (eval) */
   int64_t min_count;             /* tagged words rarer than this in the
                                     training file are unknown (0: 2) */
+  const attn_bpe *tokenizer;     /* text as GPT-2 tokens, or NULL: bytes */
+  const char *tokenizer_dir;     /* where it came from, for messages */
 } attn_data_spec;
 
 /* Reads `path` per `spec`: checks the format against the loss fn's

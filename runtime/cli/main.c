@@ -77,6 +77,8 @@ static const cli_command_option GENERATE_OPTIONS[] = {
     {"--eos", "stop after producing token N (not written)"},
     {"--bos", "encoder-decoder models: the target's start\n"
               "token (default 0)"},
+    {"--tokenizer", "GPT-2's tokenizer (encoder.json, vocab.bpe)\n"
+                    "instead of bytes"},
     {NULL, NULL}};
 
 static const cli_command_option GRAD_OPTIONS[] = {
@@ -117,6 +119,8 @@ static const cli_command_option TRAIN_OPTIONS[] = {
     {"--warmup", "warmup steps of cosine and warmup_rsqrt"},
     {"--schedule-steps", "the step cosine decays to 0 at"},
     {"--d-model", "warmup_rsqrt's d_model"},
+    {"--tokenizer", "text: GPT-2's tokenizer (encoder.json,\n"
+                    "vocab.bpe) instead of bytes"},
     {NULL, NULL}};
 
 static const cli_command_option EVAL_OPTIONS[] = {
@@ -126,6 +130,14 @@ static const cli_command_option EVAL_OPTIONS[] = {
     {"--batch", "examples per call (default 16)"},
     {"--seq", "positions per example (as for train)"},
     {"--fn", "the loss fn (default: train { loss })"},
+    {"--tokenizer", "text: GPT-2's tokenizer, as for train"},
+    {NULL, NULL}};
+
+static const cli_command_option TOKENIZE_OPTIONS[] = {
+    {"--tokenizer", "the directory of encoder.json and vocab.bpe"},
+    {"--text", "the text to tokenize"},
+    {"--data", "or a text file to tokenize"},
+    {"--ids", "or ids to decode, separated by spaces"},
     {NULL, NULL}};
 
 static const cli_command COMMANDS[] = {
@@ -144,13 +156,15 @@ static const cli_command COMMANDS[] = {
      "to OUT for one result, to OUT.0.npy, OUT.1.npy, ... for several\n"
      "(a trailing .npy of OUT is moved after the index).\n",
      FORWARD_OPTIONS, attn_cmd_forward},
-    {"generate", "generate text, byte by byte",
+    {"generate", "generate text, byte by byte or token by token",
      "-w W.safetensors --prompt TEXT [--tokens N] [--temperature X]\n"
-     "                  [--top-k K] [--top-p P] [--seed N] [--ids-out IDS.npy]",
-     "Generates text byte by byte, writing the prompt and then each new\n"
-     "byte to standard output as it is produced. An encoder-decoder model\n"
-     "(encode and decode) takes the prompt as its source and writes only\n"
-     "the target it generates, from the --bos token.\n",
+     "                  [--top-k K] [--top-p P] [--seed N] [--ids-out IDS.npy]\n"
+     "                  [--tokenizer DIR]",
+     "Generates text byte by byte (or, with --tokenizer, GPT-2 token by\n"
+     "token), writing the prompt and then each new token's text to\n"
+     "standard output as it is produced. An encoder-decoder model (encode\n"
+     "and decode) takes the prompt as its source and writes only the\n"
+     "target it generates, from the --bos token.\n",
      GENERATE_OPTIONS, attn_cmd_generate},
     {"grad", "the loss and its gradient for every parameter",
      "-w W.safetensors --in ARG=FILE.npy ... [--fn NAME] [--seed N]\n"
@@ -175,6 +189,13 @@ static const cli_command COMMANDS[] = {
      "perplexity) of the loss fn over every example of DATA, without\n"
      "dropout.\n",
      EVAL_OPTIONS, attn_cmd_eval},
+    {"tokenize", "GPT-2's token ids of a text, or the text of ids",
+     "--tokenizer DIR (--text TEXT | --data FILE | --ids IDS)",
+     "Prints the ids GPT-2's byte-level BPE tokenizer gives a text (from\n"
+     "--text or a file), space-separated on one line; with --ids, writes\n"
+     "the text of the ids instead. DIR holds encoder.json and vocab.bpe\n"
+     "(scripts/fetch-gpt2-tokenizer.py fetches them).\n",
+     TOKENIZE_OPTIONS, attn_cmd_tokenize},
     {NULL, NULL, NULL, NULL, NULL, NULL}};
 
 static void print_usage(FILE *f, const char *prog, const attn_model_info *m) {

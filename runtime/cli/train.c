@@ -913,21 +913,32 @@ static int apply_overrides(train_run *r) {
 static int open_train_data(train_run *r) {
   cli *c = r->c;
   settings *s = &r->s;
+  attn_bpe *bpe;
+  int st = attn_cli_load_tokenizer(c, &bpe);
+  if (st >= 0)
+    return st;
   attn_data_spec spec = {r->m,   r->loss_e,     (attn_data_format)s->format,
                          s->seq, r->vocab_meta, r->source,
-                         0,      c->min_count};
-  if (attn_data_open(&r->data, c->data, &spec))
+                         0,      c->min_count,  bpe,
+                         c->tokenizer};
+  attn_status failed = attn_data_open(&r->data, c->data, &spec);
+  attn_bpe_destroy(bpe);
+  if (failed)
     return input_error();
   const attn_dataset *d = &r->data;
   s->format = d->format;
   s->seq = d->seq;
+  /* With --tokenizer the checksum covers the tokens too (data.c). */
   if (c->resume && (d->bytes != s->data_bytes || d->hash != s->data_hash))
     return input_errorf("%s: not the data checkpoint %s was trained on (%lld "
                         "bytes, checksum %016llx; it was trained on %lld "
-                        "bytes, checksum %016llx)",
+                        "bytes, checksum %016llx%s)",
                         c->data, c->resume, (long long)d->bytes,
                         (unsigned long long)d->hash, (long long)s->data_bytes,
-                        (unsigned long long)s->data_hash);
+                        (unsigned long long)s->data_hash,
+                        d->bytes == s->data_bytes
+                            ? "; or read with another --tokenizer"
+                            : "");
   s->data_bytes = d->bytes;
   s->data_hash = d->hash;
   r->per_epoch = attn_data_train_examples(d) / s->batch;
@@ -1247,9 +1258,14 @@ int attn_cmd_eval(cli *c) {
     st = input_errorf("%s: malformed attn.vocab metadata", c->weights);
     goto done;
   }
-  attn_data_spec spec = {m, e, (attn_data_format)c->format, c->seq, vocab,
-                         c->weights, 1, 0};
-  if (attn_data_open(&data, c->data, &spec)) {
+  attn_bpe *bpe;
+  if ((st = attn_cli_load_tokenizer(c, &bpe)) >= 0)
+    goto done;
+  attn_data_spec spec = {m, e,   (attn_data_format)c->format, c->seq, vocab,
+                         c->weights, 1, 0, bpe, c->tokenizer};
+  attn_status failed = attn_data_open(&data, c->data, &spec);
+  attn_bpe_destroy(bpe);
+  if (failed) {
     st = input_error();
     goto done;
   }
