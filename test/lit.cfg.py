@@ -19,6 +19,15 @@ config.test_exec_root = os.path.join(config.attn_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%models", os.path.join(config.attn_src_root, "models")))
 
+# The example models of the language specification, beside the checkout in
+# ../shared/spec/examples: they must compile unchanged, while the copies in
+# models/ may differ (GPT-2's initialisers). `REQUIRES: spec` where they are.
+spec_examples = os.path.join(config.attn_src_root, "..", "shared", "spec",
+                             "examples")
+if os.path.isdir(spec_examples):
+    config.available_features.add("spec")
+    config.substitutions.append(("%spec_examples", spec_examples))
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

@@ -7,6 +7,7 @@
 
 #include "attn/Frontend/AST.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Casting.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -106,3 +107,5 @@ const Expr *TrainDecl::lookup(llvm::StringRef key) const {
       return &entry.getValue();
   return nullptr;
 }
+
+std::string InitDecl::getPathString() const { return llvm::join(path, "."); }

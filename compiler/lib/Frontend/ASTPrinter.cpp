@@ -107,6 +107,13 @@ private:
       os << "\n";
       return;
     }
+    case MemberDecl::Kind::Init: {
+      auto &init = cast<InitDecl>(member);
+      line(depth) << "init " << init.getPathString() << " = ";
+      print(init.getInit());
+      os << "\n";
+      return;
+    }
     case MemberDecl::Kind::Fn: {
       auto &fn = cast<FnDecl>(member);
       line(depth) << "fn " << fn.getName() << "(";

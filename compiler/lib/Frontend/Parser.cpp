@@ -227,6 +227,8 @@ private:
   MemberPtr parseLetDecl();
   MemberPtr parseLayerOrRepeatDecl();
   MemberPtr parseParamDecl();
+  MemberPtr parseInitDecl();
+  LogicalResult parseParamPath(std::vector<std::string> &path);
   MemberPtr parseBufferDecl();
   MemberPtr parseFnDecl();
   LogicalResult parseFnArg(std::vector<FnArg> &args);
@@ -459,7 +461,7 @@ Parser::parseCommaList(TokenKind close, SMLoc openLoc,
 //===----------------------------------------------------------------------===//
 
 /// member ::= let-decl | layer-decl | repeat-decl | param-decl | buffer-decl
-///          | fn-decl | train-decl
+///          | init-decl | fn-decl | train-decl
 MemberPtr Parser::parseMember() {
   switch (tok.getKind()) {
   case TokenKind::kw_let:
@@ -468,6 +470,8 @@ MemberPtr Parser::parseMember() {
     return parseParamDecl();
   case TokenKind::kw_buffer:
     return parseBufferDecl();
+  case TokenKind::kw_init:
+    return parseInitDecl();
   case TokenKind::kw_fn:
     return parseFnDecl();
   case TokenKind::kw_train:
@@ -475,8 +479,8 @@ MemberPtr Parser::parseMember() {
   case TokenKind::identifier:
     return parseLayerOrRepeatDecl();
   default:
-    (void)emitExpected("a member ('let', 'param', 'buffer', 'fn', 'train' or "
-                       "'name = layer(...)')");
+    (void)emitExpected("a member ('let', 'param', 'buffer', 'init', 'fn', "
+                       "'train' or 'name = layer(...)')");
     return nullptr;
   }
 }
@@ -506,7 +510,7 @@ MemberPtr Parser::parseLayerOrRepeatDecl() {
     // says more than the missing '='.
     (void)emitExpected(
         "'=' after member name '" + name + "'",
-        didYouMean(name, {"let", "param", "buffer", "fn", "train"}));
+        didYouMean(name, {"let", "param", "buffer", "init", "fn", "train"}));
     return nullptr;
   }
   consume();
@@ -590,6 +594,40 @@ MemberPtr Parser::parseParamDecl() {
     return nullptr;
   return std::make_unique<ParamDecl>(getLoc(nameLoc), name, std::move(*type),
                                      std::move(init));
+}
+
+/// init-decl ::= 'init' param-path '=' named-call
+MemberPtr Parser::parseInitDecl() {
+  consume(); // 'init'
+  SMLoc pathLoc = tok.getLoc();
+  std::vector<std::string> path;
+  if (failed(parseParamPath(path)) ||
+      failed(expect(TokenKind::equal, "after the parameter path of 'init'")))
+    return nullptr;
+  std::unique_ptr<CallExpr> init =
+      parseNamedCall("an initialiser such as 'normal(0.02)' after '='");
+  if (!init || failed(expectEndOfLine("the initialiser")))
+    return nullptr;
+  return std::make_unique<InitDecl>(getLoc(pathLoc), std::move(path),
+                                    std::move(init));
+}
+
+/// param-path ::= path-part ('.' path-part)*
+/// path-part  ::= IDENT | INTEGER | '*' | keyword
+///
+/// A keyword is a part too: instance names such as `model` spell one.
+LogicalResult Parser::parseParamPath(std::vector<std::string> &path) {
+  do {
+    if (tok.isNot(TokenKind::identifier) && tok.isNot(TokenKind::integer) &&
+        tok.isNot(TokenKind::star) && !tok.isKeyword())
+      return emitExpected(path.empty()
+                              ? "a parameter path such as 'h.*.attn."
+                                "in_proj_weight' after 'init'"
+                              : "a name, a repeat index or '*' after '.'");
+    path.push_back(tok.getSpelling().str());
+    consume();
+  } while (consumeIf(TokenKind::dot));
+  return success();
 }
 
 /// buffer-decl ::= 'buffer' IDENT ':' type '=' expr
@@ -1021,7 +1059,10 @@ std::unique_ptr<CallExpr> Parser::parseCallArgs(ExprPtr callee) {
   std::vector<ExprPtr> args;
   std::vector<KeywordArg> keywordArgs;
   auto parseArg = [&]() -> LogicalResult {
-    if (tok.is(TokenKind::identifier) && peek().is(TokenKind::colon)) {
+    // `init` is a keyword, and the name of the initialiser argument of
+    // the builtin layers (`linear(d, d, init: normal(0.02))`).
+    if ((tok.is(TokenKind::identifier) || tok.is(TokenKind::kw_init)) &&
+        peek().is(TokenKind::colon)) {
       std::string name = tok.getSpelling().str();
       SMLoc nameLoc = tok.getLoc();
       consume(); // name

@@ -582,14 +582,16 @@ EvalValue Elaborator::evalMember(const ast::MemberExpr &expr, Frame &frame) {
   return EvalValue::poison();
 }
 
-CallArgs Elaborator::evalArgs(const ast::CallExpr &call, Frame &frame) {
+CallArgs Elaborator::evalArgs(const ast::CallExpr &call, Frame &frame,
+                              llvm::StringRef exceptKeyword) {
   CallArgs args{call.getLoc(), call.getCalleeName(), {}, {}};
   for (const ast::ExprPtr &arg : call.getArgs())
     args.positional.push_back({eval(*arg, frame), arg->getLoc()});
   for (const ast::KeywordArg &keyword : call.getKeywordArgs())
-    args.keywords.push_back(
-        {keyword.getName().str(),
-         Arg{eval(keyword.getValue(), frame), keyword.getLoc()}});
+    if (keyword.getName() != exceptKeyword)
+      args.keywords.push_back(
+          {keyword.getName().str(),
+           Arg{eval(keyword.getValue(), frame), keyword.getLoc()}});
   return args;
 }
 

@@ -96,6 +96,16 @@ enum class LayerKind {
 struct ParamRef {
   std::string symbol;
   mlir::RankedTensorType type;
+  /// Its declaration, whose initialiser an `init` statement may change.
+  ParamOp op;
+};
+
+/// A parameter initialiser, evaluated: the kind and its arguments in the
+/// dialect's order (`normal`: mean, std; `uniform`: lo, hi; `xavier_uniform`:
+/// gain).
+struct Initializer {
+  InitKind kind;
+  llvm::SmallVector<double, 2> args;
 };
 
 /// A buffer an instance owns: its declaration and its declared type.
@@ -177,6 +187,9 @@ std::optional<Activation> lookupActivation(llvm::StringRef name);
 llvm::SmallVector<llvm::StringRef> maskKeywords();
 /// The element types a model names, in the order of ast::ElementType.
 llvm::SmallVector<llvm::StringRef> elementTypeKeywords();
+/// The builtin layers that take `init:`, in the order LANGUAGE.md lists
+/// them.
+llvm::SmallVector<llvm::StringRef> builtinLayersTakingInit();
 /// The builtin functions a model calls, activations included.
 llvm::SmallVector<llvm::StringRef> builtinFunctionNames();
 
@@ -235,19 +248,33 @@ public:
   /// Instantiates `callee(args)` as member `path` of `scope`.
   std::unique_ptr<Instance> instantiateLayer(const ast::CallExpr &call,
                                              std::string path, Instance &scope);
-  std::unique_ptr<Instance> instantiateBuiltinLayer(llvm::StringRef name,
-                                                    CallArgs &args,
-                                                    std::string path);
+  /// `weightInit` is the initialiser `init:` gave, if any.
+  std::unique_ptr<Instance>
+  instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
+                          const std::optional<Initializer> &weightInit,
+                          std::string path);
   std::unique_ptr<Instance> instantiateBlock(const ast::BlockDecl &block,
                                              CallArgs &args, std::string path);
   /// Adds an `attn.param` and records it in `instance` as `localName`.
   void declareParam(Instance &instance, llvm::StringRef localName,
-                    llvm::ArrayRef<int64_t> shape, InitKind init,
-                    llvm::ArrayRef<double> initArgs, mlir::Location loc);
-  /// The initialiser of a `param` declaration.
-  mlir::LogicalResult evalInitializer(const ast::CallExpr *init, Frame &frame,
-                                      InitKind &kind,
-                                      llvm::SmallVectorImpl<double> &args);
+                    llvm::ArrayRef<int64_t> shape, const Initializer &init,
+                    mlir::Location loc);
+
+  //===--------------------------------------------------------------------===//
+  // Initialisers (Initializers.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Evaluates `normal(0.02)`, `zeros()`, ... in `frame`.
+  mlir::FailureOr<Initializer> evalInitializer(const ast::CallExpr &init,
+                                               Frame &frame);
+  /// The initialiser the `init:` argument of layer call `call` gives its
+  /// weights, into `init` (left empty without `init:`); fails after
+  /// reporting a bad initialiser or a layer that takes none.
+  mlir::LogicalResult evalLayerInit(const ast::CallExpr &call, Frame &frame,
+                                    std::optional<Initializer> &init);
+  /// Sets the initialiser of the parameters of `instance` that statement
+  /// `decl` names.
+  void applyInitDecl(Instance &instance, const ast::InitDecl &decl);
 
   //===--------------------------------------------------------------------===//
   // Constants (ConstantEval.cpp)
@@ -284,8 +311,10 @@ public:
   EvalValue evalCall(const ast::CallExpr &expr, Frame &frame);
   EvalValue evalBinary(const ast::BinaryExpr &expr, Frame &frame);
   EvalValue evalUnary(const ast::UnaryExpr &expr, Frame &frame);
-  /// Evaluates the arguments of `call` in `frame`.
-  CallArgs evalArgs(const ast::CallExpr &call, Frame &frame);
+  /// Evaluates the arguments of `call` in `frame`, but for keyword argument
+  /// `exceptKeyword`, which the caller evaluates itself.
+  CallArgs evalArgs(const ast::CallExpr &call, Frame &frame,
+                    llvm::StringRef exceptKeyword = "");
   /// Calls a layer instance (its forward), a stack, or a block fn.
   EvalValue callLayer(Instance &layer, CallArgs &args);
   /// The value of a parameter of `instance`.

@@ -4,7 +4,9 @@
 // evaluated, sub-layers and stacks instantiated (each block once per
 // instance, with its own constants), and every parameter declared as an
 // `attn.param` named by its dotted path, exactly as PyTorch's `state_dict`
-// names it. Builtin layers get PyTorch's default initialisers.
+// names it. Builtin layers get PyTorch's default initialisers unless their
+// `init:` says otherwise; a model's or block's `init` statements apply once
+// its members are all instantiated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,14 +39,14 @@ std::string Instance::qualify(llvm::StringRef name) const {
 }
 
 void Elaborator::declareParam(Instance &instance, llvm::StringRef localName,
-                              llvm::ArrayRef<int64_t> shape, InitKind init,
-                              llvm::ArrayRef<double> initArgs, Location loc) {
+                              llvm::ArrayRef<int64_t> shape,
+                              const Initializer &init, Location loc) {
   auto type = RankedTensorType::get(shape, builder.getF32Type());
   std::string symbol = instance.qualify(localName);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(module.getBody(), module.getBody()->end());
-  ParamOp::create(builder, loc, symbol, type, init, initArgs);
-  instance.params[localName] = ParamRef{symbol, type};
+  auto op = ParamOp::create(builder, loc, symbol, type, init.kind, init.args);
+  instance.params[localName] = ParamRef{symbol, type, op};
 }
 
 std::unique_ptr<Instance>
@@ -62,86 +64,6 @@ static bool isDuplicateMember(Instance &instance, llvm::StringRef name) {
   return instance.constants.count(name) || instance.layers.count(name) ||
          instance.params.count(name) || instance.buffers.count(name) ||
          instance.fns.count(name);
-}
-
-LogicalResult Elaborator::evalInitializer(const ast::CallExpr *init,
-                                          Frame &frame, InitKind &kind,
-                                          llvm::SmallVectorImpl<double> &args) {
-  if (!init) {
-    // No `init`: zeros, as `nn.Parameter(torch.zeros(...))`.
-    kind = InitKind::zeros;
-    return success();
-  }
-  CallArgs callArgs = evalArgs(*init, frame);
-  llvm::StringRef name = init->getCalleeName();
-  if (callArgs.hasPoison())
-    return failure();
-  auto number = [&](const std::optional<Arg> &arg, llvm::StringRef what,
-                    double fallback) -> std::optional<double> {
-    if (!arg)
-      return fallback;
-    return expectNumber(*arg, what);
-  };
-  // The initialisers a model names are the cases of InitKind.
-  std::optional<InitKind> initKind = symbolizeInitKind(name);
-  if (!initKind) {
-    SmallVector<StringRef> initialisers =
-        enumKeywords<InitKind>(getMaxEnumValForInitKind());
-    error(init->getLoc()) << "unknown initialiser '" << name
-                          << "'; expected normal, uniform, zeros, ones or "
-                             "xavier_uniform"
-                          << didYouMean(name, initialisers);
-    return failure();
-  }
-  kind = *initKind;
-  switch (kind) {
-  case InitKind::zeros:
-  case InitKind::ones:
-    return success(bindArgs(callArgs, {}).has_value());
-  case InitKind::normal: {
-    auto bound = bindArgs(callArgs, {{"std", true}, {"mean", false}});
-    if (!bound)
-      return failure();
-    std::optional<double> std = number((*bound)[0], "the standard deviation", 0);
-    std::optional<double> mean = number((*bound)[1], "the mean", 0);
-    if (!std || !mean)
-      return failure();
-    if (*std < 0) {
-      error((*bound)[0]->loc) << "the standard deviation must not be negative";
-      return failure();
-    }
-    args.append({*mean, *std});
-    return success();
-  }
-  case InitKind::uniform: {
-    auto bound = bindArgs(callArgs, {{"lo", true}, {"hi", true}});
-    if (!bound)
-      return failure();
-    std::optional<double> lo = number((*bound)[0], "the lower bound", 0);
-    std::optional<double> hi = number((*bound)[1], "the upper bound", 0);
-    if (!lo || !hi)
-      return failure();
-    if (*lo > *hi) {
-      error(callArgs.loc) << "uniform(" << formatNumber(*lo) << ", "
-                          << formatNumber(*hi)
-                          << ") has its lower bound above its upper bound";
-      return failure();
-    }
-    args.append({*lo, *hi});
-    return success();
-  }
-  case InitKind::xavier_uniform: {
-    auto bound = bindArgs(callArgs, {{"gain", false}});
-    if (!bound)
-      return failure();
-    std::optional<double> gain = number((*bound)[0], "the gain", 1.0);
-    if (!gain)
-      return failure();
-    args.push_back(*gain);
-    return success();
-  }
-  }
-  llvm_unreachable("unknown initialiser");
 }
 
 /// Evaluates the shape of a `param` or `buffer` declaration: every dim must
@@ -174,6 +96,7 @@ evalStaticShape(Elaborator &elab, const ast::TypeExpr &type, Instance &instance,
 
 void Elaborator::populateMembers(Instance &instance,
                                  const ast::TopLevelDecl &decl) {
+  SmallVector<const ast::InitDecl *> inits;
   for (const ast::MemberPtr &member : decl.getMembers()) {
     llvm::StringRef name;
     // A member that fails is poison, so that its uses are not reported as
@@ -260,20 +183,23 @@ void Elaborator::populateMembers(Instance &instance,
         fail();
         continue;
       }
-      Frame frame{&instance, {}, {}, /*constantOnly=*/true};
-      InitKind init;
-      SmallVector<double> initArgs;
-      if (failed(evalInitializer(param->getInit(), frame, init, initArgs))) {
+      // No `init`: zeros, as `nn.Parameter(torch.zeros(...))`.
+      FailureOr<Initializer> init = Initializer{InitKind::zeros, {}};
+      if (const ast::CallExpr *initCall = param->getInit()) {
+        Frame frame{&instance, {}, {}, /*constantOnly=*/true};
+        init = evalInitializer(*initCall, frame);
+        if (succeeded(init) && init->kind == InitKind::xavier_uniform &&
+            shape->size() < 2) {
+          error(initCall->getLoc())
+              << "xavier_uniform needs a parameter of rank 2 or more";
+          init = failure();
+        }
+      }
+      if (failed(init)) {
         fail();
         continue;
       }
-      if (init == InitKind::xavier_uniform && shape->size() < 2) {
-        error(param->getInit()->getLoc())
-            << "xavier_uniform needs a parameter of rank 2 or more";
-        fail();
-        continue;
-      }
-      declareParam(instance, name, *shape, init, initArgs, param->getLoc());
+      declareParam(instance, name, *shape, *init, param->getLoc());
       continue;
     }
     if (auto *buffer = dyn_cast<ast::BufferDecl>(member.get())) {
@@ -293,8 +219,16 @@ void Elaborator::populateMembers(Instance &instance,
       instance.fns[name] = fn;
       continue;
     }
+    if (auto *init = dyn_cast<ast::InitDecl>(member.get())) {
+      inits.push_back(init);
+      continue;
+    }
     // `train` is handled with the model's fns.
   }
+  // After the members, so that a statement may name a layer declared below
+  // it; in order, so that a later statement overrides an earlier one.
+  for (const ast::InitDecl *init : inits)
+    applyInitDecl(instance, *init);
 }
 
 /// The names of the builtin layers, in the order LANGUAGE.md lists them.
@@ -313,11 +247,12 @@ Elaborator::instantiateLayer(const ast::CallExpr &call, std::string path,
     return nullptr;
   }
   Frame frame{&scope, {}, {}, /*constantOnly=*/true};
-  CallArgs args = evalArgs(call, frame);
-  if (args.hasPoison())
+  CallArgs args = evalArgs(call, frame, /*exceptKeyword=*/"init");
+  std::optional<Initializer> weightInit;
+  if (failed(evalLayerInit(call, frame, weightInit)) || args.hasPoison())
     return nullptr;
   if (isBuiltinLayer(name))
-    return instantiateBuiltinLayer(name, args, std::move(path));
+    return instantiateBuiltinLayer(name, args, weightInit, std::move(path));
   auto block = blocks.find(name);
   if (block == blocks.end()) {
     InFlightDiagnostic diag = error(call.getLoc());
@@ -378,8 +313,10 @@ namespace {
 /// arguments, and one method per layer that declares its parameters.
 class LayerBuilder {
 public:
-  LayerBuilder(Elaborator &elab, CallArgs &args, Instance &instance)
-      : elab(elab), args(args), instance(instance), loc(args.loc) {}
+  LayerBuilder(Elaborator &elab, CallArgs &args,
+               const std::optional<Initializer> &weightInit, Instance &instance)
+      : elab(elab), args(args), weightInit(weightInit), instance(instance),
+        loc(args.loc) {}
 
   /// Each returns whether the arguments were valid (the errors reported).
   bool linear();
@@ -445,45 +382,69 @@ private:
     return false;
   }
 
+  /// Declares weight matrix `name` of `layer`: from `init:` when the layer
+  /// has one, else from PyTorch's default `fallback`.
+  void addWeight(Instance &layer, llvm::StringRef name, ArrayRef<int64_t> shape,
+                 const Initializer &fallback) {
+    elab.declareParam(layer, name, shape, weightInit.value_or(fallback), loc);
+  }
+
+  /// Declares bias `name` of `layer`: zeros with `init:`, as GPT-2 and BERT
+  /// initialise them, else PyTorch's default `fallback`.
+  void addBias(Instance &layer, llvm::StringRef name, ArrayRef<int64_t> shape,
+               const Initializer &fallback) {
+    elab.declareParam(layer, name, shape,
+                      weightInit ? Initializer{InitKind::zeros, {}} : fallback,
+                      loc);
+  }
+
+  /// Declares the weight and bias of an nn.Linear(in, out) in `layer`;
+  /// `zeroBias` for a bias PyTorch's module zeroes itself.
+  void declareLinear(Instance &layer, int64_t in, int64_t out, bool bias,
+                     bool zeroBias) {
+    double bound = linearInitBound(in);
+    Initializer uniform{InitKind::uniform, {-bound, bound}};
+    addWeight(layer, "weight", {out, in}, uniform);
+    if (bias)
+      addBias(layer, "bias", {out},
+              zeroBias ? Initializer{InitKind::zeros, {}} : uniform);
+    layer.features = out;
+  }
+
   /// Adds an nn.Linear(in, out) as member `member` of the layer.
   void addLinear(llvm::StringRef member, int64_t in, int64_t out, bool bias,
                  bool zeroBias) {
     auto linear = std::make_unique<Instance>(LayerKind::Linear,
                                              instance.qualify(member), loc);
     linear->typeName = "linear";
-    double bound = linearInitBound(in);
-    elab.declareParam(*linear, "weight", {out, in}, InitKind::uniform,
-                      {-bound, bound}, loc);
-    if (bias && zeroBias)
-      elab.declareParam(*linear, "bias", {out}, InitKind::zeros, {}, loc);
-    else if (bias)
-      elab.declareParam(*linear, "bias", {out}, InitKind::uniform,
-                        {-bound, bound}, loc);
-    linear->features = out;
+    declareLinear(*linear, in, out, bias, zeroBias);
     instance.layers[member] = std::move(linear);
   }
 
   Elaborator &elab;
   CallArgs &args;
+  const std::optional<Initializer> &weightInit;
   Instance &instance;
   Location loc;
 };
 
-/// A builtin layer: its name and the method that instantiates it.
+/// A builtin layer: its name, the method that instantiates it, and whether
+/// it takes `init:` (the layers with weight matrices).
 struct BuiltinLayer {
   llvm::StringRef name;
   bool (LayerBuilder::*instantiate)();
+  bool takesInit;
 };
 } // namespace
 
 /// The builtin layers of LANGUAGE.md section 4.
 static const BuiltinLayer kBuiltinLayers[] = {
-    {"linear", &LayerBuilder::linear},
-    {"embedding", &LayerBuilder::embedding},
-    {"layer_norm", &LayerBuilder::norm},
-    {"rms_norm", &LayerBuilder::norm},
-    {"multi_head_attention", &LayerBuilder::multiHeadAttention},
-    {"feed_forward", &LayerBuilder::feedForward},
+    {"linear", &LayerBuilder::linear, true},
+    {"embedding", &LayerBuilder::embedding, true},
+    {"layer_norm", &LayerBuilder::norm, false},
+    {"rms_norm", &LayerBuilder::norm, false},
+    {"multi_head_attention", &LayerBuilder::multiHeadAttention, true},
+    {"feed_forward", &LayerBuilder::feedForward, true},
 };
 
 static const BuiltinLayer *lookupBuiltinLayer(llvm::StringRef name) {
@@ -504,15 +465,23 @@ bool Elaborator::isBuiltinLayer(llvm::StringRef name) const {
   return lookupBuiltinLayer(name) != nullptr;
 }
 
-std::unique_ptr<Instance>
-Elaborator::instantiateBuiltinLayer(llvm::StringRef name, CallArgs &args,
-                                    std::string path) {
+SmallVector<StringRef> mlirgen::builtinLayersTakingInit() {
+  SmallVector<StringRef> names;
+  for (const BuiltinLayer &layer : kBuiltinLayers)
+    if (layer.takesInit)
+      names.push_back(layer.name);
+  return names;
+}
+
+std::unique_ptr<Instance> Elaborator::instantiateBuiltinLayer(
+    llvm::StringRef name, CallArgs &args,
+    const std::optional<Initializer> &weightInit, std::string path) {
   const BuiltinLayer *layer = lookupBuiltinLayer(name);
   assert(layer && "not a builtin layer");
   auto instance =
       std::make_unique<Instance>(LayerKind::Linear, path, args.loc);
   instance->typeName = name.str();
-  LayerBuilder layerBuilder(*this, args, *instance);
+  LayerBuilder layerBuilder(*this, args, weightInit, *instance);
   if (!(layerBuilder.*layer->instantiate)())
     return nullptr;
   return instance;
@@ -527,13 +496,7 @@ bool LayerBuilder::linear() {
   std::optional<bool> bias = optionalBool((*bound)[2], "bias", true);
   if (!in || !out || !bias || !fits(*out, *in))
     return false;
-  double limit = linearInitBound(*in);
-  elab.declareParam(instance, "weight", {*out, *in}, InitKind::uniform,
-                    {-limit, limit}, loc);
-  if (*bias)
-    elab.declareParam(instance, "bias", {*out}, InitKind::uniform,
-                      {-limit, limit}, loc);
-  instance.features = *out;
+  declareLinear(instance, *in, *out, *bias, /*zeroBias=*/false);
   return true;
 }
 
@@ -546,8 +509,7 @@ bool LayerBuilder::embedding() {
   if (!n || !d || !fits(*n, *d))
     return false;
   instance.kind = LayerKind::Embedding;
-  elab.declareParam(instance, "weight", {*n, *d}, InitKind::normal,
-                    {0.0, 1.0}, loc);
+  addWeight(instance, "weight", {*n, *d}, {InitKind::normal, {0.0, 1.0}});
   instance.features = *d;
   return true;
 }
@@ -564,9 +526,9 @@ bool LayerBuilder::norm() {
   instance.kind = layerNorm ? LayerKind::LayerNorm : LayerKind::RmsNorm;
   instance.eps = *eps;
   instance.features = *d;
-  elab.declareParam(instance, "weight", {*d}, InitKind::ones, {}, loc);
+  elab.declareParam(instance, "weight", {*d}, {InitKind::ones, {}}, loc);
   if (layerNorm)
-    elab.declareParam(instance, "bias", {*d}, InitKind::zeros, {}, loc);
+    elab.declareParam(instance, "bias", {*d}, {InitKind::zeros, {}}, loc);
   return true;
 }
 
@@ -595,11 +557,10 @@ bool LayerBuilder::multiHeadAttention() {
   instance.dropout = *p;
   // As nn.MultiheadAttention._reset_parameters: Xavier for the packed
   // projection, zero biases; out_proj keeps nn.Linear's weight init.
-  elab.declareParam(instance, "in_proj_weight", {3 * *d, *d},
-                    InitKind::xavier_uniform, {1.0}, loc);
+  addWeight(instance, "in_proj_weight", {3 * *d, *d},
+            {InitKind::xavier_uniform, {1.0}});
   if (*bias)
-    elab.declareParam(instance, "in_proj_bias", {3 * *d}, InitKind::zeros, {},
-                      loc);
+    addBias(instance, "in_proj_bias", {3 * *d}, {InitKind::zeros, {}});
   addLinear("out_proj", *d, *d, *bias, /*zeroBias=*/true);
   return true;
 }

@@ -310,7 +310,7 @@ private:
 
 class MemberDecl {
 public:
-  enum class Kind { Let, Layer, Repeat, Param, Buffer, Fn, Train };
+  enum class Kind { Let, Layer, Repeat, Param, Buffer, Init, Fn, Train };
 
   virtual ~MemberDecl();
   Kind getKind() const { return kind; }
@@ -422,6 +422,29 @@ private:
   std::string name;
   TypeExpr type;
   ExprPtr value;
+};
+
+/// `init path = initializer(args)`: sets the initialiser of the parameters
+/// that `path` names, relative to the enclosing model or block. A component
+/// of the path is a name, a repeat index or `*` (any one component). Located
+/// at the path; the initialiser's callee is always a `NameExpr`.
+class InitDecl : public MemberDecl {
+public:
+  InitDecl(mlir::Location loc, std::vector<std::string> path,
+           std::unique_ptr<CallExpr> init)
+      : MemberDecl(Kind::Init, loc), path(std::move(path)),
+        init(std::move(init)) {}
+  llvm::ArrayRef<std::string> getPath() const { return path; }
+  /// The path as written: `h.*.mlp.linear2.weight`.
+  std::string getPathString() const;
+  const CallExpr &getInit() const { return *init; }
+  static bool classof(const MemberDecl *m) {
+    return m->getKind() == Kind::Init;
+  }
+
+private:
+  std::vector<std::string> path;
+  std::unique_ptr<CallExpr> init;
 };
 
 /// `name` or `name: type` in a fn's argument list. Located at the name.

@@ -15,8 +15,11 @@
 //                 | IDENT '=' 'repeat' '(' expr ')' IDENT call-args
 //                 | 'param' IDENT ':' type ('init' IDENT call-args)?
 //                 | 'buffer' IDENT ':' type '=' expr
+//                 | 'init' param-path '=' IDENT call-args
 //                 | 'fn' IDENT '(' fn-arg,* ')' '{' (stmt | NEWLINE)* '}'
 //                 | 'train' '{' (IDENT '=' expr | NEWLINE)* '}'
+//   param-path  ::= path-part ('.' path-part)*
+//   path-part   ::= IDENT | INTEGER | '*' | keyword
 //   fn-arg      ::= IDENT (':' type)?
 //   type        ::= IDENT ('[' expr,* ']')?
 //   stmt        ::= IDENT '=' expr | 'return' expr (',' expr)*
@@ -29,7 +32,7 @@
 //   postfix     ::= primary (call-args | '.' IDENT)*
 //   primary     ::= INTEGER | FLOAT | 'true' | 'false' | IDENT | '(' expr ')'
 //                 | '[' expr,* ']'
-//   call-args   ::= '(' (expr | IDENT ':' expr),* ')'
+//   call-args   ::= '(' (expr | (IDENT | 'init') ':' expr),* ')'
 //
 // `x,*` is a comma-separated list that may be empty and may end with a comma.
 // Members, statements and train settings end at a NEWLINE or before the `}`
