@@ -109,11 +109,40 @@ static void print_init(const attn_param_info *p) {
   printf("unknown(%d)", (int)p->init);
 }
 
+static const char *weight_format_name(int32_t format) {
+  return format == ATTN_WEIGHTS_INT8   ? "int8"
+         : format == ATTN_WEIGHTS_BF16 ? "bf16"
+                                       : "f32";
+}
+
+/* Which format the products read their weights in, and the bytes a pass
+ * over those weights reads (a decoding step reads each once). */
+static void print_weight_format(const attn_model_info *m) {
+  if (m->weight_format == ATTN_WEIGHTS_F32)
+    return;
+  int64_t f32_bytes = 0, matrices = 0;
+  for (int32_t i = 0; i < m->num_params; ++i)
+    if (m->params[i].weight_offset >= 0) {
+      f32_bytes += 4 * attn_param_numel(&m->params[i]);
+      ++matrices;
+    }
+  int64_t bytes = m->weight_format == ATTN_WEIGHTS_INT8
+                      ? f32_bytes / 4 + f32_bytes / m->weight_block
+                      : f32_bytes / 2;
+  printf("weights: %s", weight_format_name(m->weight_format));
+  if (m->weight_format == ATTN_WEIGHTS_INT8)
+    printf(" (one f32 scale per %d elements of a row)", (int)m->weight_block);
+  printf(" in %lld matrix products: %lld bytes instead of %lld; inference "
+         "only\n",
+         (long long)matrices, (long long)bytes, (long long)f32_bytes);
+}
+
 int attn_cmd_info(cli *c) {
   const attn_model_info *m = c->model;
   printf("model: %s\n", m->name);
   printf("target: %s\n", m->target ? m->target : "?");
   printf("runtime ABI: %d\n", (int)m->abi_version);
+  print_weight_format(m);
   printf("entry points:\n");
   for (int32_t i = 0; i < m->num_entries; ++i) {
     printf("  ");
@@ -161,6 +190,8 @@ int attn_cmd_info(cli *c) {
              attn_format_shape(shape, sizeof shape, p->rank, p->shape));
     printf("  %-*s  %-*s  ", width, p->name, twidth, type);
     print_init(p);
+    if (m->weight_format != ATTN_WEIGHTS_F32 && p->weight_offset >= 0)
+      printf("  (products read %s)", weight_format_name(m->weight_format));
     printf("\n");
     total += attn_param_numel(p);
   }

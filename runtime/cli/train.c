@@ -100,7 +100,14 @@ static const attn_entry_info *need_entry(const attn_model_info *m,
   const attn_entry_info *e = attn_find_entry(m, name);
   if (e)
     return e;
-  if (m->train && is_derived_training_entry(m, name))
+  if (m->weight_format != ATTN_WEIGHTS_F32)
+    input_errorf("model '%s' was built with --weights %s, for inference "
+                 "only: %s needs a build with f32 weights (attnc without "
+                 "--weights)",
+                 m->name,
+                 m->weight_format == ATTN_WEIGHTS_INT8 ? "int8" : "bf16",
+                 name);
+  else if (m->train && is_derived_training_entry(m, name))
     input_errorf("model '%s' has no entry point '%s': the model was built "
                  "without its training entry points (attnc --entry); "
                  "rebuild it without --entry, or add %s to --entry",

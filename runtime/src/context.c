@@ -85,6 +85,15 @@ static attn_status check_tensor_info(const attn_model_info *m,
   case ATTN_ARG_ARENA:
     ok = t->rank == 1 && t->dtype == ATTN_BOOL;
     break;
+  case ATTN_ARG_WEIGHTS:
+    ok = t->rank == 1 && m->weight_format != ATTN_WEIGHTS_F32 &&
+         t->dtype == (m->weight_format == ATTN_WEIGHTS_INT8 ? ATTN_I8
+                                                            : ATTN_BF16);
+    break;
+  case ATTN_ARG_WEIGHT_SCALES:
+    ok = t->rank == 1 && t->dtype == ATTN_F32 &&
+         m->weight_format == ATTN_WEIGHTS_INT8;
+    break;
   default:
     return attn_fail(ATTN_ERR_UNSUPPORTED,
                      "model '%s': entry point '%s': argument %d has kind %d, "
@@ -99,6 +108,24 @@ static attn_status check_tensor_info(const attn_model_info *m,
   return ATTN_OK;
 }
 
+/* A parameter's low-precision copy (weights.c): none, or a matrix whose
+ * values (and int8 scales, one per block of a row) lie inside their
+ * buffers. */
+static int weight_slot_ok(const attn_model_info *m, const attn_param_info *p) {
+  if (m->weight_format == ATTN_WEIGHTS_F32 || p->weight_offset < 0)
+    return 1; /* the slots of an f32 model's table are unused */
+  int int8 = m->weight_format == ATTN_WEIGHTS_INT8;
+  if (p->rank != 2 ||
+      (int8 && (m->weight_block <= 0 || p->shape[1] % m->weight_block)))
+    return 0;
+  int64_t n = attn_param_numel(p);
+  if (p->weight_offset > m->num_weight_elements - n)
+    return 0;
+  return !int8 || (p->scale_offset >= 0 &&
+                   p->scale_offset <= m->num_scale_elements -
+                                          n / m->weight_block);
+}
+
 /* Checks what the rest of the runtime relies on without further checks. */
 static attn_status check_model(const attn_model_info *m) {
   if (!m)
@@ -111,7 +138,9 @@ static attn_status check_model(const attn_model_info *m) {
                      ATTN_ABI_VERSION);
   if (!m->name || m->num_param_elements < 0 || m->num_params < 0 ||
       m->num_entries < 0 || (m->num_params && !m->params) ||
-      (m->num_entries && !m->entries))
+      (m->num_entries && !m->entries) || m->weight_format < 0 ||
+      m->weight_format > ATTN_WEIGHTS_INT8 || m->num_weight_elements < 0 ||
+      m->num_scale_elements < 0)
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "malformed model table");
   for (int32_t i = 0; i < m->num_params; ++i) {
     const attn_param_info *p = &m->params[i];
@@ -127,6 +156,11 @@ static attn_status check_model(const attn_model_info *m) {
                        "lies outside the parameter buffer of %lld elements",
                        m->name, (int)i, p->name ? p->name : "?",
                        (long long)m->num_param_elements);
+    if (!weight_slot_ok(m, p))
+      return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                       "model '%s': parameter %s has a bad low-precision "
+                       "weight slot",
+                       m->name, p->name);
   }
   for (int32_t i = 0; i < m->num_entries; ++i) {
     const attn_entry_info *e = &m->entries[i];
@@ -197,7 +231,9 @@ attn_status attn_ctx_create(const attn_model_info *model,
                      "out of memory allocating %zu bytes of parameters", bytes);
   }
   memset(ctx->params, 0, bytes);
-  st = attn_pool_create(opts->num_threads, &ctx->pool);
+  st = attn_weights_alloc(ctx);
+  if (!st)
+    st = attn_pool_create(opts->num_threads, &ctx->pool);
   if (!st)
     st = attn_device_create(ctx);
   if (!st && opts->arena_bytes > 0)
@@ -216,6 +252,7 @@ void attn_ctx_destroy(attn_ctx *ctx) {
   attn_pool_destroy(ctx->pool);
   attn_device_destroy(ctx);
   ctx->allocator.free(ctx->allocator.user, ctx->params);
+  attn_weights_free(ctx);
   free(ctx->kv_cache);
   float *train[] = {ctx->grads, ctx->first_moment, ctx->second_moment};
   for (int i = 0; i < 3; ++i)
@@ -346,6 +383,7 @@ float *attn_ctx_params(attn_ctx *ctx) {
   attn_status st = attn_device_to_host(ctx);
   if (st)
     (void)attn_ctx_fail(ctx, st);
+  ctx->weights_current = 0; /* the caller may write the parameters */
   return ctx->params;
 }
 
@@ -360,6 +398,7 @@ attn_status attn_ctx_param(attn_ctx *ctx, int32_t index, attn_tensor *view) {
   if (st)
     return attn_ctx_fail(ctx, st);
   const attn_param_info *p = &ctx->model->params[index];
+  ctx->weights_current = 0; /* the caller may write the parameter */
   return attn_ctx_fail(ctx, attn_tensor_view(view, ATTN_F32, p->rank, p->shape,
                                              ctx->params + p->offset));
 }

@@ -163,6 +163,7 @@ attn_status attn_init_params(attn_ctx *ctx, uint64_t seed) {
   attn_status synced = attn_device_to_host(ctx);
   if (synced)
     return synced;
+  ctx->weights_current = 0;
   init_job job;
   /* Every initialiser is checked before any parameter changes. */
   for (int32_t i = 0; i < m->num_params; ++i) {

@@ -166,11 +166,28 @@ struct attn_ctx {
   void *arena;
   int64_t arena_bytes;
   int64_t arena_need;
+  /* A model built with --weights: the low-precision copy of its product
+   * weights and their scales (ATTN_ARG_WEIGHTS, ATTN_ARG_WEIGHT_SCALES;
+   * weights.c), current when weights_current is set. */
+  void *weights;
+  float *weight_scales;
+  int weights_current;
   /* A CUDA model's device copies of the buffers above (device.c); NULL
    * for a CPU model. */
   struct attn_device_state *device;
   char error[ATTN_ERROR_MAX];
 };
+
+/*===- Low-precision weights (weights.c) ----------------------------------===*/
+
+/* Allocates the context's weights and scales buffers (nothing for an f32
+ * model); attn_weights_free releases them. */
+attn_status attn_weights_alloc(attn_ctx *ctx);
+void attn_weights_free(attn_ctx *ctx);
+/* Remakes the copy from the parameters unless it is current. */
+attn_status attn_weights_refresh(attn_ctx *ctx);
+/* `value` rounded to the nearest bf16 (ties to even), as its bits. */
+uint16_t attn_f32_to_bf16(float value);
 
 /*===- The GPU half of a context (device.c) -------------------------------===*/
 

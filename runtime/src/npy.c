@@ -21,6 +21,7 @@ static const char *npy_descr(attn_dtype dtype) {
   case ATTN_I32: return "<i4";
   case ATTN_I64: return "<i8";
   case ATTN_BOOL: return "|b1";
+  case ATTN_I8: return "|i1";
   default: return NULL;
   }
 }

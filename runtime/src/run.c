@@ -459,6 +459,14 @@ static call_arg host_arg(attn_ctx *ctx, const attn_tensor_info *info,
     arg.data = ctx->hyper;
     arg.size = ATTN_HYPER_COUNT;
     break;
+  case ATTN_ARG_WEIGHTS:
+    arg.data = ctx->weights;
+    arg.size = m->num_weight_elements;
+    break;
+  case ATTN_ARG_WEIGHT_SCALES:
+    arg.data = ctx->weight_scales;
+    arg.size = m->num_scale_elements;
+    break;
   case ATTN_ARG_SEED:
     arg.data = &ctx->seed;
     arg.rank = 0;
@@ -653,6 +661,10 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
                        "out of memory allocating a training buffer of %lld "
                        "floats",
                        (long long)m->num_param_elements);
+  /* The low-precision weights (--weights) follow the parameters. */
+  for (int32_t a = 0; a < e->num_args; ++a)
+    if (e->args[a].kind == ATTN_ARG_WEIGHTS)
+      attn_weights_refresh(ctx);
   int64_t *slots = calloc(num_slots + 1, sizeof *slots);
   if (!slots)
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -702,6 +714,8 @@ static attn_status run(attn_ctx *ctx, const char *entry_name,
       st = finish_device_call();
   }
   ctx->seed = user_seed;
+  if (called && training)
+    ctx->weights_current = 0; /* the step may have moved the parameters */
   /* The step ran (the parameters moved), whatever its loss: the next one
    * follows it, with the defaults unless the application sets it up. */
   int64_t step = takes_hyper ? step_ran(ctx, defaults) : 0;

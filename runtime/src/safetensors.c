@@ -27,6 +27,7 @@ static const char *st_dtype_name(attn_dtype dtype) {
   case ATTN_I32: return "I32";
   case ATTN_I64: return "I64";
   case ATTN_BOOL: return "BOOL";
+  case ATTN_I8: return "I8";
   }
   return NULL;
 }

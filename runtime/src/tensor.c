@@ -20,6 +20,7 @@ size_t attn_dtype_size(attn_dtype dtype) {
   case ATTN_I32: return 4;
   case ATTN_I64: return 8;
   case ATTN_BOOL: return 1;
+  case ATTN_I8: return 1;
   }
   return 0;
 }
@@ -31,6 +32,7 @@ const char *attn_dtype_name(attn_dtype dtype) {
   case ATTN_I32: return "i32";
   case ATTN_I64: return "i64";
   case ATTN_BOOL: return "bool";
+  case ATTN_I8: return "i8";
   }
   return "?";
 }

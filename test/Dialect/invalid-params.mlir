@@ -96,11 +96,60 @@ func.func @get_param_wrong_type() {
 
 attn.param @p : tensor<4xf32> init ones []
 
-// Tests that get_param's result is a float tensor.
+// Tests that get_param's result is the parameter's type.
 func.func @get_param_int() {
-  // expected-error @+1 {{'attn.get_param' op result #0 must be ranked tensor of floating-point values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'attn.get_param' op result type 'tensor<4xi32>' differs from the parameter's type 'tensor<4xf32>'}}
   %0 = attn.get_param @p : tensor<4xi32>
   return
+}
+
+// -----
+
+attn.param @w : tensor<8x64xf32> init ones []
+
+// Tests that a weights read keeps the parameter's shape.
+func.func @weights_shape() {
+  // expected-error @+1 {{'attn.get_param' op a weights read has the parameter's shape in bf16 or i8, not 'tensor<64x8xi8>'}}
+  %0 = attn.get_param @w weights : tensor<64x8xi8>
+  return
+}
+
+// -----
+
+attn.param @w : tensor<8x64xf32> init ones []
+
+// Tests that the scales divide the rows into whole blocks.
+func.func @scales_block() {
+  // expected-error @+1 {{'attn.get_param' op the scales of a weight [N, K] are [N, K / block] f32, not 'tensor<8x3xf32>'}}
+  %0 = attn.get_param @w weight_scales : tensor<8x3xf32>
+  return
+}
+
+// -----
+
+// Tests that i8 values need their scales.
+func.func @dequantize_no_scales(%q: tensor<8x64xi8>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{'attn.dequantize' op i8 values need their scales}}
+  %0 = attn.dequantize %q : (tensor<8x64xi8>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+// Tests that bf16 values take no scales.
+func.func @dequantize_bf16_scales(%q: tensor<8x64xbf16>, %s: tensor<8x2xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{'attn.dequantize' op bf16 values take no scales}}
+  %0 = attn.dequantize %q, %s : (tensor<8x64xbf16>, tensor<8x2xf32>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+// Tests that the scales are one per block of a row.
+func.func @dequantize_scales_shape(%q: tensor<8x64xi8>, %s: tensor<4x2xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{'attn.dequantize' op the scales of 'tensor<8x64xi8>' are [N, K / block], not 'tensor<4x2xf32>'}}
+  %0 = attn.dequantize %q, %s : (tensor<8x64xi8>, tensor<4x2xf32>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
 }
 
 // -----

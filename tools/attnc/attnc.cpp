@@ -11,11 +11,14 @@
 #include "Linker.h"
 
 #include "attn/Dialect/Transforms/EntryPoints.h"
+#include "attn/EntryPoints/LowPrecisionWeights.h"
+#include "attn/EntryPoints/Passes.h"
 #include "attn/Frontend/AST.h"
 #include "attn/Frontend/Frontend.h"
 #include "attn/InitAll.h"
 #include "attn/MLIRGen/MLIRGen.h"
 #include "attn/Target/ArenaSize.h"
+#include "attn/Target/CudaTarget.h"
 #include "attn/Target/HeaderEmitter.h"
 #include "attn/Target/ModelInfo.h"
 #include "attn/Target/ObjectEmitter.h"
@@ -92,6 +95,13 @@ cl::opt<std::string> headerFilename("header",
                                              "name with .h)"),
                                     cl::value_desc("file"), cl::init(""),
                                     cl::cat(attncCategory));
+cl::opt<std::string> weightsOption(
+    "weights",
+    cl::desc("How the inference entry points read the weights of matrix "
+             "products: f32 (default), bf16, or int8 (one scale per 32 "
+             "elements of a row); bf16 and int8 build no training entry "
+             "points (CPU targets)"),
+    cl::value_desc("format"), cl::init("f32"), cl::cat(attncCategory));
 cl::list<std::string> entryOption(
     "entry",
     cl::desc("Generate only these entry points and those they call "
@@ -325,6 +335,8 @@ PassCpuTimes *passCpuTimes = nullptr;
 /// Whether the training entry points (<loss>_grad, train_step) are
 /// derived: always, unless --entry names none of them.
 bool wantsTraining() {
+  if (weightsOption != "f32")
+    return false;
   return entryOption.empty() ||
          llvm::any_of(entryOption, [](const std::string &name) {
            return attn::entry::isTrainingName(name);
@@ -386,6 +398,19 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
   return success();
 }
 
+/// --weights bf16|int8: the products of the entry points read the
+/// runtime's low-precision copy of their weights (attn-quantize-weights),
+/// before the model's metadata, which describes that copy, is read.
+LogicalResult quantizeWeights(ModuleOp module) {
+  if (weightsOption == "f32")
+    return success();
+  attn::AttnQuantizeWeightsOptions quantize;
+  quantize.format = weightsOption;
+  PassManager pm(module.getContext());
+  pm.addPass(attn::createAttnQuantizeWeights(quantize));
+  return pm.run(module);
+}
+
 /// --entry: keeps only the entry points named and those they call
 /// (attn-select-entry-points). Fails with a usage message naming the entry
 /// points there are when a name is not one of them.
@@ -428,6 +453,8 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
     status = kUsageError;
     return nullptr;
   }
+  if (failed(quantizeWeights(module)))
+    return nullptr;
   FailureOr<attn::ModelInfo> collected = attn::collectModelInfo(module);
   if (failed(collected))
     return nullptr;
@@ -591,6 +618,8 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
         return kInputError;
       if (failed(selectEntryPoints(module)))
         return kUsageError;
+      if (failed(quantizeWeights(module)))
+        return kInputError;
       if (failed(runPipeline(module, attn::Stage::AttnGrad, stage, context)))
         return kInputError;
     }
@@ -817,6 +846,21 @@ int main(int argc, char **argv) {
   if (!attn::isKnownTarget(targetOption))
     return usageError("unknown target '" + targetOption +
                       "'; expected host, x86-64-v3 or x86-64-v4");
+  if (!attn::parseWeightFormat(weightsOption))
+    return usageError("unknown weight format '" + weightsOption +
+                      "'; expected f32, bf16 or int8");
+  if (weightsOption != "f32" && attn::cudaChip(targetOption))
+    return usageError("--weights " + weightsOption +
+                      " is for CPU targets; --target " + targetOption +
+                      " reads f32 weights");
+  if (weightsOption != "f32" &&
+      llvm::any_of(entryOption, [](const std::string &name) {
+        return attn::entry::isTrainingName(name);
+      }))
+    return usageError("--weights " + weightsOption +
+                      " builds inference entry points only; --entry " +
+                      "names a training entry point (train with --weights "
+                      "f32)");
   if (optLevel > 3)
     return usageError("optimisation level -O" + llvm::Twine(optLevel.getValue()) +
                       " is not one of -O0 to -O3");

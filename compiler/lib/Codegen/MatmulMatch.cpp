@@ -86,9 +86,80 @@ std::string bodyKey(Block &body) {
   return key;
 }
 
+/// The element `w` of the weight in a low-precision product's body: the
+/// block argument `weight` widened (bf16), or converted and times `scale`
+/// (i8).
+bool isDequantizedElement(Value w, BlockArgument weight, Value scale) {
+  if (!scale) {
+    auto ext = w.getDefiningOp<arith::ExtFOp>();
+    return ext && ext.getIn() == weight;
+  }
+  auto mul = w.getDefiningOp<arith::MulFOp>();
+  if (!mul || mul.getRhs() != scale)
+    return false;
+  auto convert = mul.getLhs().getDefiningOp<arith::SIToFPOp>();
+  return convert && convert.getIn() == weight;
+}
+
+/// The low-precision product (see matchMatmul): A [M, K] read (m, k), B
+/// [N, K] read (n, k), the scales (n, k floordiv block), C (m, n).
+std::optional<MatmulOperands> matchLowPrecisionMatmul(linalg::GenericOp op) {
+  unsigned inputs = op.getNumDpsInputs();
+  if (!op.hasPureBufferSemantics() || (inputs != 2 && inputs != 3) ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
+      op.getNumReductionLoops() != 1 ||
+      op.getIteratorTypesArray()[2] != utils::IteratorType::reduction)
+    return std::nullopt;
+  MatmulOperands operands{op.getDpsInputOperand(0)->get(),
+                          op.getDpsInputOperand(1)->get(),
+                          op.getDpsInitOperand(0)->get(),
+                          /*transposedB=*/true};
+  if (inputs == 3)
+    operands.scales = op.getDpsInputOperand(2)->get();
+  auto bType = dyn_cast<MemRefType>(operands.b.getType());
+  if (!bType || bType.getRank() != 2 ||
+      !(inputs == 3 ? bType.getElementType().isSignlessInteger(8)
+                    : bType.getElementType().isBF16()))
+    return std::nullopt;
+  for (Value v : {operands.a, operands.c})
+    if (!isF32Memref(v, 2) || !hasUnitInnerStride(v))
+      return std::nullopt;
+  if (!hasUnitInnerStride(operands.b) ||
+      (operands.scales && (!isF32Memref(operands.scales, 2) ||
+                           !hasUnitInnerStride(operands.scales))))
+    return std::nullopt;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (!isDims(maps[0], {0, 2}) || !isDims(maps[1], {1, 2}) ||
+      !isDims(maps.back(), {0, 1}))
+    return std::nullopt;
+  if (operands.scales) {
+    auto kBlock = dyn_cast<AffineBinaryOpExpr>(maps[2].getResult(1));
+    if (maps[2].getNumResults() != 2 || !isDims(maps[2].getMajorSubMap(1), {1}) ||
+        !kBlock || kBlock.getKind() != AffineExprKind::FloorDiv ||
+        kBlock.getLHS() != getAffineDimExpr(2, op.getContext()))
+      return std::nullopt;
+  }
+  // yield acc + a * w
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || add.getLhs() != body.getArguments().back())
+    return std::nullopt;
+  auto mul = add.getRhs().getDefiningOp<arith::MulFOp>();
+  if (!mul || mul.getLhs() != body.getArgument(0) ||
+      !isDequantizedElement(mul.getRhs(), body.getArgument(1),
+                            operands.scales ? body.getArgument(2) : Value()))
+    return std::nullopt;
+  return operands;
+}
+
 } // namespace
 
 std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    if (std::optional<MatmulOperands> operands =
+            matchLowPrecisionMatmul(generic))
+      return operands;
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
       !linalg::isaContractionOpInterface(op))

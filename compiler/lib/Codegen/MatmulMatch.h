@@ -24,11 +24,22 @@ struct MatmulOperands {
   /// A is stored as [K, M] (dY in a weight gradient dY^T X) rather than
   /// [M, K].
   bool transposedA = false;
+  /// B holds a weight's low-precision copy (`attnc --weights`, stored
+  /// [N, K]): bf16, or i8 with these f32 scales [N, K / block] (null
+  /// otherwise).
+  mlir::Value scales;
+
+  bool lowPrecisionB() const {
+    return !llvm::cast<mlir::MemRefType>(b.getType()).getElementType().isF32();
+  }
 };
 
 /// A 2-D f32 product C[m, n] += A[m, k] * B[k, n] (or B[n, k], A[k, m]) with
 /// buffer semantics, named or generic, every operand with a unit innermost
-/// stride.
+/// stride; or the product of A [M, K] with a weight's low-precision copy
+/// (the linalg.generic convert-attn-to-linalg makes of `attn.dequantize`:
+/// C[m, n] += A[m, k] * extf(B[n, k]), or * (sitofp(B[n, k]) * S[n, k /
+/// block])).
 std::optional<MatmulOperands> matchMatmul(mlir::linalg::LinalgOp op);
 
 /// An element-wise op `out[m, n] = f(C[m, n], e1, ..., en)` over the product

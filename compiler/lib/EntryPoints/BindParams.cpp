@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/EntryPoints/Passes.h"
+#include "attn/EntryPoints/LowPrecisionWeights.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -45,6 +46,10 @@ llvm::StringRef paramBufferArgAttr(ParamBuffer buffer) {
     return "attn.first_moment";
   case ParamBuffer::second_moment:
     return "attn.second_moment";
+  case ParamBuffer::weights:
+    return "attn.weights";
+  case ParamBuffer::weight_scales:
+    return "attn.weight_scales";
   }
   llvm_unreachable("unknown parameter buffer");
 }
@@ -92,7 +97,7 @@ ParamBufferUse paramBuffersOf(func::FuncOp func) {
     if (!callee || callee == func)
       return;
     ParamBufferUse inner = ownParamBuffers(callee);
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < kNumParamBuffers; ++i)
       use.read[i] |= inner.read[i] || inner.written[i];
   });
   return use;
@@ -100,7 +105,7 @@ ParamBufferUse paramBuffersOf(func::FuncOp func) {
 
 SmallVector<ParamBuffer> paramBufferArgs(const ParamBufferUse &use) {
   SmallVector<ParamBuffer> buffers;
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < kNumParamBuffers; ++i)
     if (use.read[i] || use.written[i])
       buffers.push_back(static_cast<ParamBuffer>(i));
   return buffers;
@@ -147,13 +152,46 @@ Value flatten(OpBuilder &b, Location loc, Value value) {
                                          ArrayRef<ReassociationIndices>{all});
 }
 
+/// Per buffer: its element type and the offset of each parameter's slot.
+/// The parameters, gradients and moments share the f32 layout
+/// (`computeParamLayout`); the low-precision weights and their scales have
+/// their own (`computeWeightLayout`), holding only the marked parameters.
+struct BufferLayouts {
+  Type elementTypes[kNumParamBuffers];
+  llvm::StringMap<int64_t> offsets[kNumParamBuffers];
+
+  explicit BufferLayouts(ModuleOp module) {
+    Builder b(module.getContext());
+    int64_t numElements, numWeights, numScales;
+    llvm::StringMap<int64_t> f32Offsets;
+    for (ParamSlot slot : computeParamLayout(module, numElements))
+      f32Offsets[slot.param.getSymName()] = slot.offset;
+    for (int i = 0; i < kNumParamBuffers; ++i) {
+      elementTypes[i] = b.getF32Type();
+      offsets[i] = f32Offsets;
+    }
+    int weights = static_cast<int>(ParamBuffer::weights);
+    int scales = static_cast<int>(ParamBuffer::weight_scales);
+    offsets[weights].clear();
+    offsets[scales].clear();
+    WeightFormat format = weightFormatOf(module);
+    if (format == WeightFormat::f32)
+      return;
+    elementTypes[weights] = weightElementType(module.getContext(), format);
+    for (WeightSlot slot : computeWeightLayout(module, numWeights, numScales)) {
+      offsets[weights][slot.param.getSymName()] = slot.weightOffset;
+      offsets[scales][slot.param.getSymName()] = slot.scaleOffset;
+    }
+  }
+};
+
 /// The parameter accesses of one function rewritten as accesses of the
 /// buffers passed in.
 class FunctionBinder {
 public:
   FunctionBinder(func::FuncOp func, const ParamBufferUse &use,
-                 const llvm::StringMap<int64_t> &offsets)
-      : func(func), use(use), offsets(offsets), b(func.getContext()),
+                 const BufferLayouts &layouts)
+      : func(func), use(use), layouts(layouts), b(func.getContext()),
         body(func.front()) {}
 
   LogicalResult bind() {
@@ -183,12 +221,12 @@ private:
   /// The buffer arguments, first and in buffer order.
   LogicalResult addBufferArguments() {
     Location loc = func.getLoc();
-    auto tensorType =
-        RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
-    auto memrefType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
     unsigned index = 0;
     for (ParamBuffer buffer : paramBufferArgs(use)) {
       int i = static_cast<int>(buffer);
+      Type element = layouts.elementTypes[i];
+      auto tensorType = RankedTensorType::get({ShapedType::kDynamic}, element);
+      auto memrefType = MemRefType::get({ShapedType::kDynamic}, element);
       bool written = use.written[i];
       SmallVector<NamedAttribute> attrs = {
           b.getNamedAttr(paramBufferArgAttr(buffer), b.getUnitAttr())};
@@ -224,9 +262,12 @@ private:
       auto type = cast<RankedTensorType>(op->getResult(0).getType());
       Value read;
       if (auto get = dyn_cast<GetParamOp>(op)) {
+        const llvm::StringMap<int64_t> &offsets = layouts.offsets[i];
         auto it = offsets.find(get.getName());
         if (it == offsets.end())
-          return get.emitError("no parameter named ") << get.getName();
+          return get.emitError("no parameter named ")
+                 << get.getName() << " in the " << paramBufferArgAttr(get.getBuffer())
+                 << " buffer";
         read = readSlot(b, get.getLoc(), buffers[i], it->second, type);
       } else {
         read = tensor::CastOp::create(b, op->getLoc(), type, buffers[i]);
@@ -258,6 +299,7 @@ private:
       return &it->second;
     int64_t offset = 0;
     if (auto name = dyn_cast<FlatSymbolRefAttr>(key)) {
+      const llvm::StringMap<int64_t> &offsets = layouts.offsets[i];
       auto found = offsets.find(name.getValue());
       if (found == offsets.end())
         return op->emitError("no parameter named ") << name.getValue();
@@ -278,7 +320,7 @@ private:
         ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
     Value tensor = bufferization::ToTensorOp::create(
-        b, loc, RankedTensorType::get({size}, b.getF32Type()), view,
+        b, loc, RankedTensorType::get({size}, layouts.elementTypes[i]), view,
         /*restrict=*/true, /*writable=*/true);
     lastSlot = tensor.getDefiningOp();
     it->second.memref = view;
@@ -346,24 +388,21 @@ private:
 
   func::FuncOp func;
   const ParamBufferUse &use;
-  const llvm::StringMap<int64_t> &offsets;
+  const BufferLayouts &layouts;
   OpBuilder b;
   Block &body;
-  Value buffers[4] = {}; // read-only buffers: the argument
-  Value memrefs[4] = {}; // written buffers: the argument
+  Value buffers[kNumParamBuffers] = {}; // read-only buffers: the argument
+  Value memrefs[kNumParamBuffers] = {}; // written buffers: the argument
   llvm::MapVector<std::pair<Attribute, int>, Slot> slots;
   Attribute wholeKey;
-  bool sliced[4] = {}, whole[4] = {};
+  bool sliced[kNumParamBuffers] = {}, whole[kNumParamBuffers] = {};
   Operation *lastSlot = nullptr;
 };
 
 struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t numElements;
-    llvm::StringMap<int64_t> offsets;
-    for (ParamSlot slot : computeParamLayout(module, numElements))
-      offsets[slot.param.getSymName()] = slot.offset;
+    BufferLayouts layouts(module);
     // Every function's buffers first (a caller's include those of the entry
     // point it calls), then the calls become records, then the bodies are
     // bound.
@@ -376,7 +415,7 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
       if (failed(extractEntryCall(func, calls)))
         return signalPassFailure();
     for (auto &[func, use] : functions)
-      if (failed(bindFunction(func, use, offsets)))
+      if (failed(bindFunction(func, use, layouts)))
         return signalPassFailure();
     for (EntryCall &call : calls)
       recordEntryCall(call);
@@ -463,7 +502,7 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
     unsigned inputs = 0;
     for (unsigned i = 0; i < callee.getNumArguments(); ++i) {
       std::optional<int64_t> buffer;
-      for (int kind = 0; kind < 4; ++kind) {
+      for (int kind = 0; kind < kNumParamBuffers; ++kind) {
         StringRef attr = paramBufferArgAttr(static_cast<ParamBuffer>(kind));
         if (!callee.getArgAttr(i, attr))
           continue;
@@ -486,8 +525,8 @@ struct AttnBindParamsPass : impl::AttnBindParamsBase<AttnBindParamsPass> {
   }
 
   LogicalResult bindFunction(func::FuncOp func, const ParamBufferUse &use,
-                             const llvm::StringMap<int64_t> &offsets) {
-    return FunctionBinder(func, use, offsets).bind();
+                             const BufferLayouts &layouts) {
+    return FunctionBinder(func, use, layouts).bind();
   }
 };
 

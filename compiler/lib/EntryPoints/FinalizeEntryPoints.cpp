@@ -64,10 +64,12 @@ struct AttnFinalizeEntryPointsPass
       for (unsigned i = 0; i < func.getNumArguments(); ++i) {
         if (markHostMemory && func.getArgAttr(i, "attn.kv_state"))
           func.setArgAttr(i, kHostMemoryArgAttr, unit);
-        for (llvm::StringRef name :
-             {"attn.params", "attn.grads", "attn.first_moment",
-              "attn.second_moment", "attn.hyper", "attn.seed", "attn.dims",
-              "attn.name", "attn.kv_cache", "attn.kv_state"})
+        for (int buffer = 0; buffer < kNumParamBuffers; ++buffer)
+          func.removeArgAttr(
+              i, paramBufferArgAttr(static_cast<ParamBuffer>(buffer)));
+        for (llvm::StringRef name : {"attn.hyper", "attn.seed", "attn.dims",
+                                     "attn.name", "attn.kv_cache",
+                                     "attn.kv_state"})
           func.removeArgAttr(i, name);
       }
       if (!func.isPublic() || func.isExternal())

@@ -27,6 +27,8 @@ static const char *dtypeName(attn_dtype dtype) {
     return "i64";
   case ATTN_BOOL:
     return "bool";
+  case ATTN_I8:
+    return "i8";
   }
   return "?";
 }
@@ -105,6 +107,19 @@ static void emitPreamble(llvm::raw_ostream &os, const ModelInfo &info,
      << "LL\n"
      << "#define " << llvm::StringRef(n).upper() << "_PARAMETER_BYTES "
      << info.numParamElements * 4 << "LL\n";
+  if (info.weightFormat != ATTN_WEIGHTS_F32)
+    os << "/* The inference entry points read the weights of their matrix\n"
+          " * products in "
+       << (info.weightFormat == ATTN_WEIGHTS_INT8
+               ? "int8, one f32 scale per " + std::to_string(info.weightBlock) +
+                     " elements of a row"
+               : std::string("bf16"))
+       << " (attnc --weights), a copy the\n * runtime makes from the f32 "
+          "parameters; the model has no training\n * entry points. */\n"
+       << "#define " << llvm::StringRef(n).upper() << "_WEIGHT_FORMAT "
+       << (info.weightFormat == ATTN_WEIGHTS_INT8 ? "ATTN_WEIGHTS_INT8"
+                                                   : "ATTN_WEIGHTS_BF16")
+       << "\n";
   if (info.kvCacheFloatsPerPosition > 0)
     os << "/* The key/value cache of prefill/decode_step: bytes per position "
           "of one\n * sequence (the context holds batch x capacity "

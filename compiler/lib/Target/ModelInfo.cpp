@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Target/ModelInfo.h"
+#include "attn/EntryPoints/LowPrecisionWeights.h"
 
 #include "attn/EntryPoints/Passes.h"
 
@@ -32,6 +33,8 @@ static std::optional<attn_dtype> dtypeOf(Type type) {
     return ATTN_I64;
   if (type.isInteger(1))
     return ATTN_BOOL;
+  if (type.isInteger(8))
+    return ATTN_I8;
   return std::nullopt;
 }
 
@@ -84,8 +87,53 @@ static attn_arg_kind abiArgKind(ParamBuffer buffer) {
     return ATTN_ARG_FIRST_MOMENT;
   case ParamBuffer::second_moment:
     return ATTN_ARG_SECOND_MOMENT;
+  case ParamBuffer::weights:
+    return ATTN_ARG_WEIGHTS;
+  case ParamBuffer::weight_scales:
+    return ATTN_ARG_WEIGHT_SCALES;
   }
   llvm_unreachable("a ParamBuffer the ABI lacks");
+}
+
+static attn_weight_format abiWeightFormat(WeightFormat format) {
+  switch (format) {
+  case WeightFormat::f32:
+    return ATTN_WEIGHTS_F32;
+  case WeightFormat::bf16:
+    return ATTN_WEIGHTS_BF16;
+  case WeightFormat::int8:
+    return ATTN_WEIGHTS_INT8;
+  }
+  llvm_unreachable("a WeightFormat the ABI lacks");
+}
+
+/// The weight format and the low-precision slots of each parameter.
+static void describeWeights(ModuleOp module, ModelInfo &info) {
+  WeightFormat format = weightFormatOf(module);
+  info.weightFormat = abiWeightFormat(format);
+  info.weightBlock = format == WeightFormat::int8 ? weightBlockOf(module) : 0;
+  llvm::StringMap<std::pair<int64_t, int64_t>> slots;
+  for (WeightSlot slot : computeWeightLayout(module, info.numWeightElements,
+                                             info.numScaleElements))
+    slots[slot.param.getSymName()] = {slot.weightOffset, slot.scaleOffset};
+  for (ParamInfo &p : info.params)
+    if (auto it = slots.find(p.name); it != slots.end())
+      std::tie(p.weightOffset, p.scaleOffset) = it->second;
+}
+
+/// The shape and dtype of the buffer `buffer` of an entry point.
+static void describeBuffer(ParamBuffer buffer, const ModelInfo &info,
+                           TensorInfo &t) {
+  t.name = paramBufferArgAttr(buffer).drop_front(5).str();
+  t.kind = abiArgKind(buffer);
+  t.shape = {info.numParamElements};
+  if (buffer == ParamBuffer::weights) {
+    t.shape = {info.numWeightElements};
+    t.dtype = info.weightFormat == ATTN_WEIGHTS_INT8 ? ATTN_I8 : ATTN_BF16;
+  } else if (buffer == ParamBuffer::weight_scales) {
+    t.shape = {info.numScaleElements};
+  }
+  t.dimNames = {""};
 }
 
 /// The names of the roles an entry point derived by a pass plays are the
@@ -221,6 +269,8 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     info.params.push_back(std::move(p));
   }
 
+  describeWeights(module, info);
+
   // One cache layout serves every entry point.
   if (failed(computeKVCacheLayout(module, info.kvCacheFloatsPerPosition)))
     return failure();
@@ -236,10 +286,7 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     SmallVector<ParamBuffer> buffers = paramBufferArgs(paramBuffersOf(func));
     for (ParamBuffer buffer : buffers) {
       TensorInfo params;
-      params.name = paramBufferArgAttr(buffer).drop_front(5).str();
-      params.kind = abiArgKind(buffer);
-      params.shape = {info.numParamElements};
-      params.dimNames = {""};
+      describeBuffer(buffer, info, params);
       entry.args.push_back(params);
     }
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {

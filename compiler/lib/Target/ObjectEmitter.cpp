@@ -146,9 +146,11 @@ public:
     return array(tensorType(), values, ".attn.tensors");
   }
 
-  // attn_param_info { name, rank, shape, offset, init, num_init_args, args }
+  // attn_param_info { name, rank, shape, offset, init, num_init_args, args,
+  //                   weight_offset, scale_offset }
   llvm::StructType *paramType() {
-    return llvm::StructType::get(context, {ptr, i32, ptr, i64, i32, i32, ptr});
+    return llvm::StructType::get(context,
+                                 {ptr, i32, ptr, i64, i32, i32, ptr, i64, i64});
   }
   llvm::Constant *param(const ParamInfo &p) {
     return llvm::ConstantStruct::get(
@@ -157,7 +159,9 @@ public:
          int64Array(p.shape), llvm::ConstantInt::get(i64, p.offset),
          llvm::ConstantInt::get(i32, p.init),
          llvm::ConstantInt::get(i32, p.initArgs.size()),
-         doubleArray(p.initArgs)});
+         doubleArray(p.initArgs),
+         llvm::ConstantInt::get(i64, p.weightOffset, /*IsSigned=*/true),
+         llvm::ConstantInt::get(i64, p.scaleOffset, /*IsSigned=*/true)});
   }
 
   // attn_entry_info { name, num_args, args, num_results, results, fn,
@@ -195,10 +199,13 @@ public:
 
   // attn_model_info { abi_version, name, target, num_param_elements,
   //                   num_params, params, num_entries, entries,
-  //                   kv_cache_floats_per_position, train, device }
+  //                   kv_cache_floats_per_position, train, device,
+  //                   weight_format, weight_block, num_weight_elements,
+  //                   num_scale_elements }
   llvm::StructType *modelType() {
-    return llvm::StructType::get(
-        context, {i32, ptr, ptr, i64, i32, ptr, i32, ptr, i64, ptr, i32});
+    return llvm::StructType::get(context, {i32, ptr, ptr, i64, i32, ptr, i32,
+                                           ptr, i64, ptr, i32, i32, i32, i64,
+                                           i64});
   }
 
   llvm::Module &module;
@@ -320,7 +327,11 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
        info.train ? b.train(*info.train)
                   : llvm::ConstantPointerNull::get(b.ptr),
        llvm::ConstantInt::get(b.i32, cudaChip(info.target) ? ATTN_DEVICE_CUDA
-                                                           : ATTN_DEVICE_CPU)});
+                                                           : ATTN_DEVICE_CPU),
+       llvm::ConstantInt::get(b.i32, info.weightFormat),
+       llvm::ConstantInt::get(b.i32, info.weightBlock),
+       llvm::ConstantInt::get(b.i64, info.numWeightElements),
+       llvm::ConstantInt::get(b.i64, info.numScaleElements)});
   auto *global = new llvm::GlobalVariable(
       module, b.modelType(), true, llvm::GlobalValue::ExternalLinkage, model,
       info.name + "_model_info");

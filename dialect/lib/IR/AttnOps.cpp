@@ -128,10 +128,55 @@ GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!param)
     return emitOpError() << "'" << getName()
                          << "' does not name an attn.param";
-  if (param.getType() != getType())
+  auto type = cast<RankedTensorType>(getType());
+  RankedTensorType paramType = param.getTensorType();
+  switch (getBuffer()) {
+  case ParamBuffer::weights:
+    if (type.getShape() != paramType.getShape() ||
+        !(type.getElementType().isBF16() ||
+          type.getElementType().isSignlessInteger(8)))
+      return emitOpError() << "a weights read has the parameter's shape in "
+                              "bf16 or i8, not "
+                           << quote(type);
+    return success();
+  case ParamBuffer::weight_scales:
+    if (paramType.getRank() != 2 || type.getRank() != 2 ||
+        !type.getElementType().isF32() ||
+        type.getDimSize(0) != paramType.getDimSize(0) ||
+        type.getDimSize(1) <= 0 ||
+        paramType.getDimSize(1) % type.getDimSize(1) != 0)
+      return emitOpError() << "the scales of a weight [N, K] are [N, K / "
+                              "block] f32, not "
+                           << quote(type);
+    return success();
+  default:
+    break;
+  }
+  if (paramType != type)
     return emitOpError() << "result type " << quote(getType())
                          << " differs from the parameter's type "
                          << quote(param.getType());
+  return success();
+}
+
+LogicalResult DequantizeOp::verify() {
+  auto values = cast<RankedTensorType>(getValues().getType());
+  auto result = cast<RankedTensorType>(getType());
+  if (values.getRank() != 2 || result.getShape() != values.getShape())
+    return emitOpError() << "takes a matrix and returns it in f32, not "
+                         << quote(values) << " to " << quote(result);
+  bool int8 = values.getElementType().isSignlessInteger(8);
+  if (!int8)
+    return getScales() ? emitOpError() << "bf16 values take no scales"
+                       : success();
+  if (!getScales())
+    return emitOpError() << "i8 values need their scales";
+  auto scales = cast<RankedTensorType>(getScales().getType());
+  if (scales.getRank() != 2 || scales.getDimSize(0) != values.getDimSize(0) ||
+      !scales.hasStaticShape() || !values.hasStaticShape() ||
+      values.getDimSize(1) % scales.getDimSize(1) != 0)
+    return emitOpError() << "the scales of " << quote(values)
+                         << " are [N, K / block], not " << quote(scales);
   return success();
 }
 

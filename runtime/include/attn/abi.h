@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 6
+#define ATTN_ABI_VERSION 7
 
 /* The entry points the runtime looks up by name, one per role. Any other
  * `fn` of a model is an entry point too, run by name (`forward --fn`). */
@@ -48,8 +48,23 @@ typedef enum attn_dtype {
   ATTN_BF16 = 1,
   ATTN_I32 = 2,
   ATTN_I64 = 3,
-  ATTN_BOOL = 4 /* one byte per element, 0 or 1 */
+  ATTN_BOOL = 4, /* one byte per element, 0 or 1 */
+  ATTN_I8 = 5
 } attn_dtype;
+
+/* How the inference entry points read the weights of matrix products
+ * (`attnc --weights`): F32 from the parameter buffer; BF16 and INT8 from a
+ * copy the runtime makes once, whenever the parameters change. The f32
+ * parameters stay the master copy (safetensors I/O, gathers, norms, biases
+ * read them). INT8 is symmetric per block of `weight_block` consecutive
+ * elements of a row (llama.cpp's Q8_0): scale = max |w| / 127 over the
+ * block, q = round-half-away(w / scale), w ~ q * scale; BF16 rounds to
+ * nearest even. */
+typedef enum attn_weight_format {
+  ATTN_WEIGHTS_F32 = 0,
+  ATTN_WEIGHTS_BF16 = 1,
+  ATTN_WEIGHTS_INT8 = 2
+} attn_weight_format;
 
 /* Parameter initialisers (LANGUAGE.md section 6), with their arguments:
  * NORMAL [mean, std], UNIFORM [lo, hi], XAVIER_UNIFORM [gain] (bound
@@ -72,6 +87,14 @@ typedef struct attn_param_info {
   int32_t init;          /* attn_init_kind */
   int32_t num_init_args;
   const double *init_args;
+  /* Where the low-precision copy of a product weight starts (model
+   * weight_format BF16 or INT8): in elements of the weights buffer
+   * (ATTN_ARG_WEIGHTS) and, for INT8, of the scales buffer
+   * (ATTN_ARG_WEIGHT_SCALES; rank-2 weights [N, K], N * K / weight_block
+   * scales, row-major). -1 for a parameter without one; unused (any
+   * value) in an F32 model. */
+  int64_t weight_offset;
+  int64_t scale_offset;
 } attn_param_info;
 
 /* What an argument of an entry point's C interface is. */
@@ -114,10 +137,15 @@ typedef enum attn_arg_kind {
                                for this call and frees it before returning,
                                so any arena, even an empty one, is correct.
                                Nothing in it survives the call */
-  ATTN_ARG_ARENA_NEED = 10  /* a rank-0 i64 memref: the entry point writes
+  ATTN_ARG_ARENA_NEED = 10, /* a rank-0 i64 memref: the entry point writes
                                the bytes its arena needs at this call's
                                dims (0 without temporaries), so that the
                                caller can grow the arena for the next call */
+  /* The low-precision weights of a model built with --weights (see
+   * attn_weight_format): rank-1 memrefs the runtime fills from the
+   * parameters, laid out by the params' weight_offset and scale_offset. */
+  ATTN_ARG_WEIGHTS = 11,      /* num_weight_elements, dtype BF16 or I8 */
+  ATTN_ARG_WEIGHT_SCALES = 12 /* num_scale_elements f32 (INT8 only) */
 } attn_arg_kind;
 
 /* The run-time hyperparameters of train_step (ATTN_ARG_HYPER), so that the
@@ -227,6 +255,10 @@ typedef struct attn_model_info {
   /* The training section; NULL for a model without `train { }`. */
   const attn_train_info *train;
   int32_t device;         /* attn_device */
+  int32_t weight_format;  /* attn_weight_format */
+  int32_t weight_block;   /* INT8: elements per scale; 0 otherwise */
+  int64_t num_weight_elements; /* of ATTN_ARG_WEIGHTS; 0 with F32 */
+  int64_t num_scale_elements;  /* of ATTN_ARG_WEIGHT_SCALES; 0 unless INT8 */
 } attn_model_info;
 
 /* Dropout's random stream (counter-based, so forward and backward draw the

@@ -30,16 +30,17 @@ namespace attn {
 
 /// The name of the argument attribute marking the flat buffer `buffer` of
 /// every parameter (`attn.params`, `attn.grads`, `attn.first_moment`,
-/// `attn.second_moment`).
+/// `attn.second_moment`, `attn.weights`, `attn.weight_scales`).
 llvm::StringRef paramBufferArgAttr(ParamBuffer buffer);
 
 /// Which parameter buffers a function reads (`attn.get_param`) and writes
 /// (`attn.set_param`), indexed by `ParamBuffer`. Every function reads the
 /// parameter values; a function calling an entry point reads the buffers
 /// that entry point uses.
+inline constexpr int kNumParamBuffers = 6;
 struct ParamBufferUse {
-  bool read[4] = {};
-  bool written[4] = {};
+  bool read[kNumParamBuffers] = {};
+  bool written[kNumParamBuffers] = {};
 };
 ParamBufferUse paramBuffersOf(mlir::func::FuncOp func);
 
@@ -49,7 +50,8 @@ mlir::func::FuncOp calledEntryPoint(mlir::func::CallOp call);
 
 /// The buffers `attn-bind-params` passes to a function with `use`, in
 /// argument order: the parameter values first, then the gradients, the first
-/// and the second moments, each only when used.
+/// and the second moments, the low-precision weights and their scales, each
+/// only when used.
 llvm::SmallVector<ParamBuffer> paramBufferArgs(const ParamBufferUse &use);
 
 /// One slot of the key/value cache: per position and batch row, `heads *

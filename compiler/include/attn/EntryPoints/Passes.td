@@ -55,6 +55,37 @@ def AttnBuildTrainStep : Pass<"attn-build-train-step", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def AttnQuantizeWeights
+    : Pass<"attn-quantize-weights", "::mlir::ModuleOp"> {
+  let summary = "Products of the inference entry points read low-precision "
+                "weights";
+  let description = [{
+    Input: an attn module before `attn-bind-params`, without training entry
+    points. With `format` bf16 or int8 (`attnc --weights`), every matrix
+    product of a parameter stored `[N, K]` (a linear layer's weight, or
+    `matmul(x, transpose(W))` such as a tied output embedding) whose rows
+    are whole blocks (K divisible by `block`) reads it as
+
+    ```mlir
+    %q = attn.get_param @W weights : tensor<NxKxi8>
+    %s = attn.get_param @W weight_scales : tensor<NxK/blockxf32>
+    %w = attn.dequantize %q, %s : (...) -> tensor<NxKxf32>
+    ```
+
+    (bf16: no scales), marks the parameter `attn.low_precision` and the
+    module with `attn.weight_format` and `attn.weight_block`. Other reads of
+    the parameter (a tied embedding's gather) stay f32. With format f32 the
+    module is unchanged.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"f32\"",
+           "The weights' format: f32, bf16 or int8">,
+    Option<"block", "block", "int64_t", "32",
+           "Consecutive elements of a row per int8 scale; the rows of "
+           "a weight read in bf16 or int8 are whole blocks">
+  ];
+}
+
 def AttnBindParams : Pass<"attn-bind-params", "::mlir::ModuleOp"> {
   let summary = "Reads and writes parameters in flat buffers passed in";
   let description = [{

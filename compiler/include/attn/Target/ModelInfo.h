@@ -38,6 +38,8 @@ struct ParamInfo {
   int64_t offset = 0;
   attn_init_kind init = ATTN_INIT_ZEROS;
   std::vector<double> initArgs;
+  /// The low-precision copy's slots (abi.h attn_param_info); -1 for none.
+  int64_t weightOffset = -1, scaleOffset = -1;
 };
 
 struct EntryInfo {
@@ -68,6 +70,10 @@ struct ModelInfo {
   std::vector<ParamInfo> params;
   std::vector<EntryInfo> entries;
   int64_t kvCacheFloatsPerPosition = 0;
+  /// How products read their weights (`attnc --weights`), the elements per
+  /// int8 scale, and the sizes of the weights and scales buffers.
+  attn_weight_format weightFormat = ATTN_WEIGHTS_F32;
+  int64_t weightBlock = 0, numWeightElements = 0, numScaleElements = 0;
   /// The training section, when the model has one.
   std::optional<TrainInfo> train;
 };

@@ -19,10 +19,18 @@ using namespace mlir;
 namespace attn {
 
 /// The argument object of `kernel`'s tasks: the descriptors of its
-/// `buffers` buffers (A, B, C, then the epilogue's).
+/// `buffers` buffers (A, B, C, then the scales and the epilogue's), all
+/// alike whatever their element type.
 static Type taskArgumentsType(MLIRContext *context, int32_t buffers) {
   return LLVM::LLVMArrayType::get(taskFieldType(kernelOperandType(context)),
                                   buffers);
+}
+
+/// The types of `kernel`'s buffers: its arguments but nBegin and nEnd.
+static SmallVector<Type> bufferTypes(func::FuncOp kernel) {
+  SmallVector<Type> types(kernel.getArgumentTypes());
+  types.erase(types.begin() + 3, types.begin() + 5);
+  return types;
 }
 
 /// The loop body the pool runs, `void task(void *arg, int64_t begin,
@@ -40,9 +48,9 @@ static func::FuncOp getOrCreateTask(ModuleOp module, func::FuncOp kernel,
   Block *entry = &func.getBody().front();
   ImplicitLocOpBuilder b(loc, context);
   b.setInsertionPointToStart(entry);
-  SmallVector<Value> operands = loadTaskArguments(
-      b, taskArgumentsType(context, buffers), entry->getArgument(0),
-      SmallVector<Type>(buffers, kernelOperandType(context)));
+  SmallVector<Value> operands =
+      loadTaskArguments(b, taskArgumentsType(context, buffers),
+                        entry->getArgument(0), bufferTypes(kernel));
   Value cols = arith::ConstantIndexOp::create(b, model.tileCols);
   auto toIndex = [&](Value v) {
     return arith::IndexCastOp::create(b, b.getIndexType(), v);
@@ -69,10 +77,9 @@ func::FuncOp getOrCreateDispatcher(ModuleOp module, func::FuncOp kernel,
   func::FuncOp body = getOrCreateTask(module, kernel, buffers, model);
   func::FuncOp pfor = declareParallelFor(module);
   Location loc = module.getLoc();
-  MemRefType operand = kernelOperandType(context);
   func::FuncOp func = createInternalFunction(
       module, loc, name,
-      FunctionType::get(context, SmallVector<Type>(buffers, operand), {}));
+      FunctionType::get(context, bufferTypes(kernel), {}));
   Block *entry = &func.front();
   ImplicitLocOpBuilder b(loc, context);
   b.setInsertionPointToStart(entry);

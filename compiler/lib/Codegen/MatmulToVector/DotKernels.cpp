@@ -108,8 +108,7 @@ void MatmulEmitter::emitRowDot(ImplicitLocOpBuilder &ib, Value m, Value n,
       ib, k, arith::RemSIOp::create(ib, k, index(ib, kUnroll * lanes)));
   auto fma = [&](ImplicitLocOpBuilder &lb, Value kk, Value acc,
                  bool inBounds) -> Value {
-    Value w = vector::TransferReadOp::create(
-        lb, vecType, ops.b, ValueRange{n, kk}, zeroF, ArrayRef<bool>{inBounds});
+    Value w = readWeights(lb, n, kk, inBounds);
     Value a = vector::TransferReadOp::create(
         lb, vecType, ops.a, ValueRange{m, kk}, zeroF, ArrayRef<bool>{inBounds});
     return vector::FMAOp::create(lb, a, w, acc);
@@ -146,6 +145,48 @@ void MatmulEmitter::emitRowDot(ImplicitLocOpBuilder &ib, Value m, Value n,
   storeDot(ib, acc[0], m, n);
 }
 
+Value MatmulEmitter::readWeights(ImplicitLocOpBuilder &ib, Value n, Value k,
+                                 bool inBounds) {
+  auto type = cast<MemRefType>(ops.b.getType());
+  Type element = type.getElementType();
+  if (element.isF32())
+    return vector::TransferReadOp::create(ib, vecType, ops.b, ValueRange{n, k},
+                                          zeroF, ArrayRef<bool>{inBounds});
+  // A low-precision W's rows are whole blocks of 32 (attn-quantize-weights),
+  // so the only masked read, the one at K % lanes = 0 past the last vector,
+  // reads nothing: no masked loads of bf16 or i8, which AVX2 lacks.
+  if (!inBounds)
+    return zeroV;
+  Value padding = arith::ConstantOp::create(ib, ib.getZeroAttr(element));
+  Value raw = vector::TransferReadOp::create(
+      ib, VectorType::get({lanes}, element), ops.b, ValueRange{n, k}, padding,
+      ArrayRef<bool>{true});
+  if (!ops.scales) {
+    // bf16 is the high half of an f32: widen the bits (without AVX512-BF16,
+    // LLVM has no vector instructions for bf16 and calls a libcall per
+    // element).
+    auto bits = [&](int64_t width) {
+      return VectorType::get({lanes}, ib.getIntegerType(width));
+    };
+    Value wide = arith::ExtUIOp::create(
+        ib, bits(32), arith::BitcastOp::create(ib, bits(16), raw));
+    Value shifted = arith::ShLIOp::create(
+        ib, wide,
+        arith::ConstantOp::create(
+            ib, DenseElementsAttr::get(bits(32), ib.getI32IntegerAttr(16))));
+    return arith::BitcastOp::create(ib, vecType, shifted);
+  }
+  // The scale of the block holding k..k+lanes (lanes divide the block).
+  Value kBlocks = memref::DimOp::create(ib, ops.scales, 1);
+  Value block = arith::DivUIOp::create(
+      ib, memref::DimOp::create(ib, ops.b, 1), kBlocks);
+  Value scale = memref::LoadOp::create(
+      ib, ops.scales, ValueRange{n, arith::DivUIOp::create(ib, k, block)});
+  return arith::MulFOp::create(
+      ib, arith::SIToFPOp::create(ib, vecType, raw),
+      vector::BroadcastOp::create(ib, vecType, scale));
+}
+
 /// C[row, col] (+)= the sum of the lanes of `acc`: added to C's value, or
 /// stored alone with zeroInit.
 void MatmulEmitter::storeDot(ImplicitLocOpBuilder &ib, Value acc, Value row,
@@ -170,9 +211,7 @@ void MatmulEmitter::emitDotTile(ImplicitLocOpBuilder &ib, Value m0, int64_t mr,
                   bool inBounds) {
     SmallVector<Value> w, a, next;
     for (int64_t j = 0; j < nr; ++j)
-      w.push_back(vector::TransferReadOp::create(
-          lb, vecType, ops.b, ValueRange{colIdx[j], kk}, zeroF,
-          ArrayRef<bool>{inBounds}));
+      w.push_back(readWeights(lb, colIdx[j], kk, inBounds));
     for (int64_t i = 0; i < mr; ++i)
       a.push_back(vector::TransferReadOp::create(
           lb, vecType, ops.a, ValueRange{rowIdx[i], kk}, zeroF,

@@ -60,11 +60,18 @@ Value MatmulEmitter::rowsOfA() {
   return memref::DimOp::create(b, ops.a, ops.transposedA ? 1 : 0);
 }
 
-MemRefType kernelOperandType(MLIRContext *context) {
+MemRefType kernelOperandType(MLIRContext *context, Type element) {
   int64_t d = ShapedType::kDynamic;
   return MemRefType::get(
-      {d, d}, Float32Type::get(context),
+      {d, d}, element ? element : Float32Type::get(context),
       StridedLayoutAttr::get(context, d, ArrayRef<int64_t>{d, 1}));
+}
+
+/// The kernel name's suffix for B's element type: none for f32.
+static std::string weightSuffix(const MatmulOperands &operands) {
+  if (!operands.lowPrecisionB())
+    return "";
+  return operands.scales ? "_q8" : "_bf16";
 }
 
 func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
@@ -74,7 +81,8 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
       (llvm::Twine("__attn_sgemm_") + (operands.transposedA ? "t" : "n") +
        (operands.transposedB ? "t" : "n") + "_" +
        llvm::Twine(model.target.lanes) + "x" +
-       llvm::Twine(model.target.registers) + (zeroInit ? "_z" : ""))
+       llvm::Twine(model.target.registers) + weightSuffix(operands) +
+       (zeroInit ? "_z" : ""))
           .str();
   if (epilogue)
     name += "_e" + std::to_string(epilogueIndex);
@@ -83,8 +91,12 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
   MLIRContext *context = module.getContext();
   Location loc = module.getLoc();
   MemRefType operand = kernelOperandType(context);
+  MemRefType weight = kernelOperandType(
+      context, cast<MemRefType>(operands.b.getType()).getElementType());
   Type index = IndexType::get(context);
-  SmallVector<Type> inputs = {operand, operand, operand, index, index};
+  SmallVector<Type> inputs = {operand, weight, operand, index, index};
+  if (operands.scales)
+    inputs.push_back(operand);
   if (epilogue)
     inputs.append(epilogue->extras.size() + 1, operand);
   func::FuncOp func = createInternalFunction(
@@ -95,10 +107,12 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
   MatmulOperands ops{entry->getArgument(0), entry->getArgument(1),
                      entry->getArgument(2), operands.transposedB,
                      operands.transposedA};
+  if (operands.scales)
+    ops.scales = entry->getArgument(5);
   std::optional<KernelEpilogue> kernelEpilogue;
   if (epilogue) {
-    // (A, B, C, nBegin, nEnd, E1..En, Out)
-    auto args = entry->getArguments().drop_front(5);
+    // (A, B, C, nBegin, nEnd, [S], E1..En, Out)
+    auto args = entry->getArguments().drop_front(operands.scales ? 6 : 5);
     kernelEpilogue.emplace(KernelEpilogue{
         *epilogue, SmallVector<Value>(args.drop_back()), args.back()});
   }

@@ -53,6 +53,11 @@ public:
   void emit(mlir::Value nBegin, mlir::Value nEnd);
 
 private:
+  /// `lanes` elements of W[n, k..] in f32 (B stored [N, K]), converted
+  /// from a low-precision B; `inBounds` false masks past K (zeros).
+  mlir::Value readWeights(mlir::ImplicitLocOpBuilder &ib, mlir::Value n,
+                          mlir::Value k, bool inBounds);
+
   // DotKernels.cpp: B stored as W[N, K], fewer rows than a register tile.
   void emitDots(mlir::Value nBegin, mlir::Value nEnd);
   void emitRowDot(mlir::ImplicitLocOpBuilder &ib, mlir::Value m, mlir::Value n,
@@ -67,6 +72,8 @@ private:
   void emitPacked(mlir::Value nBegin, mlir::Value nEnd);
   void emitPanel(mlir::ImplicitLocOpBuilder &ib, mlir::Value panel,
                  mlir::Value m0, mlir::Value k0, mlir::Value kc, int64_t mr);
+  mlir::Value readWeightBlock(mlir::ImplicitLocOpBuilder &ib,
+                              mlir::Value row, mlir::Value col);
   void emitPack(mlir::ImplicitLocOpBuilder &ib, mlir::Value packed,
                 mlir::Value n0, mlir::Value k0, mlir::Value nc, mlir::Value kc,
                 mlir::Value ncTiles);
@@ -102,15 +109,16 @@ private:
   mlir::Value zeroF, zeroV; // 0.0 and a vector of zeros, at the kernel's entry
 };
 
-/// The operand type every kernel takes: any 2-D f32 buffer with unit
-/// innermost stride.
-mlir::MemRefType kernelOperandType(mlir::MLIRContext *context);
+/// The operand type every kernel takes: any 2-D buffer with unit innermost
+/// stride, of f32 (or of a low-precision B's `element`).
+mlir::MemRefType kernelOperandType(mlir::MLIRContext *context,
+                                   mlir::Type element = nullptr);
 
 /// The kernel function for A stored as [M, K] or [K, M] and B as [K, N]
-/// or [N, K], starting from C or from zeros, with or without an epilogue:
-/// one per module and kind, internal, shared by every product of that
-/// kind:
-///   (A, B, C, nBegin, nEnd, E1..En, Out) computes C[:, nBegin:nEnd] += A
+/// or [N, K] (or a low-precision [N, K] with its scales S for int8),
+/// starting from C or from zeros, with or without an epilogue: one per
+/// module and kind, internal, shared by every product of that kind:
+///   (A, B, C, nBegin, nEnd, [S], E1..En, Out) computes C[:, nBegin:nEnd] += A
 ///   * B (C = A * B with `zeroInit`), or, with an epilogue, Out[:,
 ///   nBegin:nEnd] = epilogue(A * B, E1..En) (C then holds partial sums
 ///   when K spans several blocks, and is not written otherwise).
@@ -121,7 +129,7 @@ mlir::func::FuncOp getOrCreateKernel(mlir::ModuleOp module,
                                      const Epilogue *epilogue,
                                      int epilogueIndex);
 
-/// The entry of the products of `kernel`: (A, B, C, E1..En, Out), the
+/// The entry of the products of `kernel`: (A, B, C, [S], E1..En, Out), the
 /// kernel over all columns, split by column tiles over the context's
 /// thread pool when the cost model says the product is large enough.
 mlir::func::FuncOp getOrCreateDispatcher(mlir::ModuleOp module,

@@ -49,7 +49,6 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
       if (std::optional<MatmulOperands> operands = matchMatmul(op))
         products.emplace_back(op, *operands);
     });
-    MemRefType operand = kernelOperandType(module.getContext());
     // The module's distinct epilogues, numbered in order of appearance.
     llvm::StringMap<int> epilogueIndex;
     for (auto &[op, operands] : products) {
@@ -73,14 +72,18 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
       // One cast per buffer (the output may be C or an input).
       DenseMap<Value, Value> casts;
       auto castOperand = [&](Value v) -> Value {
-        Value &cast = casts[v];
-        if (!cast)
-          cast = memref::CastOp::create(b, operand, v);
-        return cast;
+        Value &cached = casts[v];
+        Type element = cast<MemRefType>(v.getType()).getElementType();
+        if (!cached)
+          cached = memref::CastOp::create(
+              b, kernelOperandType(module.getContext(), element), v);
+        return cached;
       };
       SmallVector<Value> buffers = {castOperand(operands.a),
                                     castOperand(operands.b),
                                     castOperand(operands.c)};
+      if (operands.scales)
+        buffers.push_back(castOperand(operands.scales));
       if (epilogue) {
         for (auto [extra, row] :
              llvm::zip(epilogue->extras, epilogue->rowVector)) {

@@ -121,6 +121,27 @@ void MatmulEmitter::emitPanel(ImplicitLocOpBuilder &ib, Value panel, Value m0,
 
 /// packed[kk, nn] = B[k0 + kk, n0 + nn] for kk < kc, nn < ncTiles, zero
 /// past the edges of B.
+/// lanes x lanes elements of a low-precision W[N, K] from (row, col) in
+/// f32, one row at a time: rows past N repeat the last (their columns of
+/// the pack are never stored, as with the f32 read's zeros); col + lanes
+/// <= K, the rows being whole blocks of 32.
+Value MatmulEmitter::readWeightBlock(ImplicitLocOpBuilder &ib, Value row,
+                                     Value col) {
+  Value lastRow = arith::SubIOp::create(
+      ib, memref::DimOp::create(ib, ops.b, 0), index(ib, 1));
+  Value block = arith::ConstantOp::create(
+      ib, DenseElementsAttr::get(VectorType::get({lanes, lanes}, f32),
+                                 ib.getF32FloatAttr(0)));
+  for (int64_t i = 0; i < lanes; ++i) {
+    Value r = arith::MinSIOp::create(
+        ib, arith::AddIOp::create(ib, row, index(ib, i)), lastRow);
+    block = vector::InsertOp::create(
+        ib, readWeights(ib, r, col, /*inBounds=*/true), block,
+        ArrayRef<int64_t>{i});
+  }
+  return block;
+}
+
 void MatmulEmitter::emitPack(ImplicitLocOpBuilder &ib, Value packed, Value n0,
                              Value k0, Value nc, Value kc, Value ncTiles) {
   Value zero = index(ib, 0);
@@ -138,9 +159,12 @@ void MatmulEmitter::emitPack(ImplicitLocOpBuilder &ib, Value packed, Value n0,
                 ImplicitLocOpBuilder pb(loc, nb);
                 Value row = arith::AddIOp::create(pb, n0, nn);
                 Value col = arith::AddIOp::create(pb, k0, kk);
-                Value block = vector::TransferReadOp::create(
-                    pb, blockType, ops.b, ValueRange{row, col}, zeroF,
-                    ArrayRef<bool>{false, false});
+                Value block =
+                    ops.lowPrecisionB()
+                        ? readWeightBlock(pb, row, col)
+                        : vector::TransferReadOp::create(
+                              pb, blockType, ops.b, ValueRange{row, col}, zeroF,
+                              ArrayRef<bool>{false, false});
                 Value transposed = vector::TransposeOp::create(
                     pb, block, ArrayRef<int64_t>{1, 0});
                 vector::TransferWriteOp::create(pb, transposed, packed,

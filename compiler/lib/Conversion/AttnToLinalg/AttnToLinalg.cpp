@@ -20,6 +20,7 @@ void populateAttnToLinalgPatterns(RewritePatternSet &patterns,
   populateElementwisePatterns(patterns);
   populateShapePatterns(patterns);
   populateContractionPatterns(patterns);
+  populateDequantizePatterns(patterns);
   populateNormalizationPatterns(patterns);
   populateLossPatterns(patterns);
   populateDropoutPatterns(patterns);

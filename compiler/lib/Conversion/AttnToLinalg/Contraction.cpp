@@ -219,8 +219,17 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     // in place through the matmul's indexing maps.
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, x);
     sizes.back() = tensor::getMixedSize(rewriter, loc, weight, 0);
-    Value product = matmul2D(rewriter, loc, asMatrix(rewriter, loc, x), weight,
-                             /*transposedA=*/false, /*transposedB=*/true);
+    Value product;
+    if (auto dequantize = op.getWeight().getDefiningOp<DequantizeOp>())
+      product = lowPrecisionMatmul2D(
+          rewriter, loc, asMatrix(rewriter, loc, x),
+          rewriter.getRemappedValue(dequantize.getValues()),
+          dequantize.getScales()
+              ? rewriter.getRemappedValue(dequantize.getScales())
+              : Value());
+    else
+      product = matmul2D(rewriter, loc, asMatrix(rewriter, loc, x), weight,
+                         /*transposedA=*/false, /*transposedB=*/true);
     // Epilogue: activation(y + bias) + residual, on the product's 2-D rows
     // (the residual seen as a matrix too), where the matrix-product kernel
     // can apply it to its register tiles (attn-group-matmul-epilogues).

@@ -53,6 +53,18 @@ mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::RankedTensorType resultType,
                              mlir::ValueRange operands, ScalarFn fn);
 
+/// One weight element in f32 from its low-precision copy (Dequantize.cpp):
+/// a bf16 `value` widened, or an i8 `value` times its block's `scale`.
+mlir::Value dequantizeElement(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value value, mlir::Value scale);
+
+/// `a` [M, K] times the transpose of the weight W [N, K] that `values` and
+/// `scales` (null for bf16) hold in low precision (attn.dequantize), into
+/// zeros: one linalg.generic converting W's elements where it reads them.
+mlir::Value lowPrecisionMatmul2D(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Value a, mlir::Value values,
+                                 mlir::Value scales);
+
 /// Combines `value` into the accumulator of a reduction.
 using CombineFn = std::function<mlir::Value(
     mlir::OpBuilder &, mlir::Location, mlir::Value element, mlir::Value acc)>;
@@ -178,6 +190,7 @@ struct AttentionTiles {
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
 void populateContractionPatterns(mlir::RewritePatternSet &patterns);
+void populateDequantizePatterns(mlir::RewritePatternSet &patterns);
 void populateNormalizationPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionPatterns(mlir::RewritePatternSet &patterns,
                                AttentionTiles tiles);

@@ -22,7 +22,9 @@ def Attn_ParamBuffer : Attn_I32Enum<"ParamBuffer",
   I32EnumAttrCase<"value", 0>,
   I32EnumAttrCase<"grad", 1>,
   I32EnumAttrCase<"first_moment", 2>,
-  I32EnumAttrCase<"second_moment", 3>
+  I32EnumAttrCase<"second_moment", 3>,
+  I32EnumAttrCase<"weights", 4>,
+  I32EnumAttrCase<"weight_scales", 5>
 ]>;
 
 def Attn_MaskKind : Attn_I32Enum<"MaskKind", "attention mask kind", [

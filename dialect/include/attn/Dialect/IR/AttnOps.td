@@ -96,7 +96,11 @@ def Attn_GetParamOp : Attn_Op<"get_param",
     The current value of the parameter named by the symbol; its type is the
     parameter's. With a buffer, the same-shaped tensor kept for the parameter
     in that buffer of the context: `grad` (written by the gradient entry
-    point), `first_moment` and `second_moment` (Adam's state).
+    point), `first_moment` and `second_moment` (Adam's state). The
+    low-precision copy of a product weight (`attnc --weights`) is read from
+    `weights` (the parameter's shape, bf16 or i8) and, for i8, from
+    `weight_scales` (`[N, K / block]` f32 for a weight `[N, K]`); see
+    `attn.dequantize`.
 
     A function reads a buffer of a parameter before it writes it with
     `attn.set_param`, never after: reads are pure so that they fold and CSE.
@@ -109,13 +113,38 @@ def Attn_GetParamOp : Attn_Op<"get_param",
   let arguments = (ins FlatSymbolRefAttr:$name,
                        DefaultValuedAttr<Attn_ParamBuffer,
                            "::attn::ParamBuffer::value">:$buffer);
-  let results = (outs Attn_FloatTensor:$result);
+  let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$name ($buffer^)? attr-dict `:` type($result)";
   let builders = [
     OpBuilder<(ins "::mlir::Type":$type, "::llvm::StringRef":$name), [{
       build($_builder, $_state, type, name, ::attn::ParamBuffer::value);
     }]>
   ];
+}
+
+def Attn_DequantizeOp : Attn_Op<"dequantize", [Pure]> {
+  let summary = "A product weight in f32, from its low-precision copy";
+  let description = [{
+    `values` (`[N, K]`, bf16 or i8) as f32: bf16 widened, exactly; i8 times
+    the scale of its block, `scales[n, k / block]` for `scales` of
+    `[N, K / block]`. With `attnc --weights`, the inference entry points read
+    the weights of their matrix products this way (`attn.get_param` of the
+    `weights` and `weight_scales` buffers); the lowering folds the
+    conversion into the product's loads, so the f32 matrix is never stored.
+
+    ```mlir
+    %q = attn.get_param @"h.0.mlp.linear1.weight" weights : tensor<768x192xi8>
+    %s = attn.get_param @"h.0.mlp.linear1.weight" weight_scales : tensor<768x6xf32>
+    %w = attn.dequantize %q, %s : (tensor<768x192xi8>, tensor<768x6xf32>) -> tensor<768x192xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[BF16, I8]>:$values,
+                       Optional<RankedTensorOf<[F32]>>:$scales);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $values (`,` $scales^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def Attn_SetParamOp : Attn_Op<"set_param",
