@@ -110,10 +110,11 @@ std::optional<MatmulOperands> matchLowPrecisionMatmul(linalg::GenericOp op) {
       op.getNumReductionLoops() != 1 ||
       op.getIteratorTypesArray()[2] != utils::IteratorType::reduction)
     return std::nullopt;
-  MatmulOperands operands{op.getDpsInputOperand(0)->get(),
-                          op.getDpsInputOperand(1)->get(),
-                          op.getDpsInitOperand(0)->get(),
-                          /*transposedB=*/true};
+  MatmulOperands operands;
+  operands.a = op.getDpsInputOperand(0)->get();
+  operands.b = op.getDpsInputOperand(1)->get();
+  operands.c = op.getDpsInitOperand(0)->get();
+  operands.transposedB = true;
   if (inputs == 3)
     operands.scales = op.getDpsInputOperand(2)->get();
   auto bType = dyn_cast<MemRefType>(operands.b.getType());
@@ -136,8 +137,10 @@ std::optional<MatmulOperands> matchLowPrecisionMatmul(linalg::GenericOp op) {
     auto kBlock = dyn_cast<AffineBinaryOpExpr>(maps[2].getResult(1));
     if (maps[2].getNumResults() != 2 || !isDims(maps[2].getMajorSubMap(1), {1}) ||
         !kBlock || kBlock.getKind() != AffineExprKind::FloorDiv ||
-        kBlock.getLHS() != getAffineDimExpr(2, op.getContext()))
+        kBlock.getLHS() != getAffineDimExpr(2, op.getContext()) ||
+        !isa<AffineConstantExpr>(kBlock.getRHS()))
       return std::nullopt;
+    operands.scaleBlock = cast<AffineConstantExpr>(kBlock.getRHS()).getValue();
   }
   // yield acc + a * w
   Block &body = op.getRegion().front();
@@ -171,9 +174,10 @@ std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
     return std::nullopt;
   unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  MatmulOperands operands{op.getDpsInputOperand(0)->get(),
-                          op.getDpsInputOperand(1)->get(),
-                          op.getDpsInitOperand(0)->get()};
+  MatmulOperands operands;
+  operands.a = op.getDpsInputOperand(0)->get();
+  operands.b = op.getDpsInputOperand(1)->get();
+  operands.c = op.getDpsInitOperand(0)->get();
   for (Value v : {operands.a, operands.b, operands.c})
     if (!isF32Memref(v, 2) || !hasUnitInnerStride(v))
       return std::nullopt;

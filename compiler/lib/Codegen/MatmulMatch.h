@@ -28,6 +28,9 @@ struct MatmulOperands {
   /// [N, K]): bf16, or i8 with these f32 scales [N, K / block] (null
   /// otherwise).
   mlir::Value scales;
+  /// The elements of a row of B per scale (a constant, so that finding a
+  /// vector's scale is a shift, not a division).
+  int64_t scaleBlock = 0;
 
   bool lowPrecisionB() const {
     return !llvm::cast<mlir::MemRefType>(b.getType()).getElementType().isF32();

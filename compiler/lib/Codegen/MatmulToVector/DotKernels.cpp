@@ -177,11 +177,9 @@ Value MatmulEmitter::readWeights(ImplicitLocOpBuilder &ib, Value n, Value k,
     return arith::BitcastOp::create(ib, vecType, shifted);
   }
   // The scale of the block holding k..k+lanes (lanes divide the block).
-  Value kBlocks = memref::DimOp::create(ib, ops.scales, 1);
-  Value block = arith::DivUIOp::create(
-      ib, memref::DimOp::create(ib, ops.b, 1), kBlocks);
   Value scale = memref::LoadOp::create(
-      ib, ops.scales, ValueRange{n, arith::DivUIOp::create(ib, k, block)});
+      ib, ops.scales,
+      ValueRange{n, arith::DivUIOp::create(ib, k, index(ib, ops.scaleBlock))});
   return arith::MulFOp::create(
       ib, arith::SIToFPOp::create(ib, vecType, raw),
       vector::BroadcastOp::create(ib, vecType, scale));

@@ -71,7 +71,8 @@ MemRefType kernelOperandType(MLIRContext *context, Type element) {
 static std::string weightSuffix(const MatmulOperands &operands) {
   if (!operands.lowPrecisionB())
     return "";
-  return operands.scales ? "_q8" : "_bf16";
+  return operands.scales ? "_q8b" + std::to_string(operands.scaleBlock)
+                         : "_bf16";
 }
 
 func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
@@ -104,9 +105,10 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
   Block *entry = &func.front();
   ImplicitLocOpBuilder b(loc, context);
   b.setInsertionPointToStart(entry);
-  MatmulOperands ops{entry->getArgument(0), entry->getArgument(1),
-                     entry->getArgument(2), operands.transposedB,
-                     operands.transposedA};
+  MatmulOperands ops = operands;
+  ops.a = entry->getArgument(0);
+  ops.b = entry->getArgument(1);
+  ops.c = entry->getArgument(2);
   if (operands.scales)
     ops.scales = entry->getArgument(5);
   std::optional<KernelEpilogue> kernelEpilogue;
