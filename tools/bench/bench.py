@@ -21,7 +21,10 @@ so that both compute the same function.
 `generate`: greedy, N new tokens after a P-token prompt, prompt processing
 included. attnc through the runtime's attn_generate (its prefill/decode_step
 path, with the key/value cache, when the model has them); PyTorch with a
-hand-written key/value cache over the same module's weights. --rounds
+hand-written key/value cache over the same module's weights; attnc also
+built with each of --weight-formats (`attnc --weights bf16|int8`: the
+products read a bf16 or Q8_0 copy of their weights), whose decode bound
+counts the products' weights at that size. --rounds
 rounds, systems in turn, medians; each round starts with the read loop of
 `peak` (0.5 s on 1 and 2 threads), whose medians give the decode step's
 bound: the host's bandwidth moves over minutes, so the bound is measured
@@ -85,6 +88,7 @@ Usage: bench.py [--only SECTIONS] [--build DIR] [--attnc PATH] [--models a,b]
                 [--gen-new N] [--train-budget S] [--gemm-m LIST]
                 [--gemm-bwd-m LIST] [--gemm-budget S] [--sdpa-t LIST]
                 [--sdpa-budget S] [--peak-seconds S] [--no-torch] [--reuse]
+                [--weight-formats bf16,int8]
 """
 
 import argparse
@@ -732,20 +736,21 @@ class Bench:
         self.cc = shutil.which("clang-22") or shutil.which("cc")
         self.notes = []
 
-    def driver(self, name, src, sources, label=None):
-        """Compiles `src` (model `name`) with attnc unless --reuse finds an
-        object newer than every file of `sources`, and links driver.c with
-        it: the driver's path."""
-        obj = os.path.join(self.work, name + ".o")
-        exe = os.path.join(self.work, name + "-bench")
-        label = label or name
+    def driver(self, name, src, sources, label=None, weights="f32"):
+        """Compiles `src` (model `name`) with attnc (`--weights`) unless
+        --reuse finds an object newer than every file of `sources`, and
+        links driver.c with it: the driver's path."""
+        variant = name + ("" if weights == "f32" else "-" + weights)
+        obj = os.path.join(self.work, variant + ".o")
+        exe = os.path.join(self.work, variant + "-bench")
+        label = label or variant
         if self.args.reuse and os.path.exists(obj) and all(
                 os.path.getmtime(obj) > os.path.getmtime(f) for f in sources):
             self.notes.append(f"{label}: object reused (--reuse), not recompiled")
         else:
             log(f"[{label}] attnc compile")
             t0 = time.perf_counter()
-            run([self.attnc, "compile", src, "-o", obj])
+            run([self.attnc, "compile", src, "--weights", weights, "-o", obj])
             self.notes.append(f"{label}: `attnc compile` {time.perf_counter() - t0:.1f} s")
         run([self.cc, "-O2", "-o", exe, os.path.join(ROOT, "tools", "bench", "driver.c"), obj,
              self.runtime, f"-DMODEL_INFO={name}_model_info",
@@ -1102,6 +1107,22 @@ def model_flops(weights):
     return (lambda t: 2.0 * matmul + 2.0 * layers * d * t), weight_bytes
 
 
+# Bytes per weight of a product read in each `attnc --weights` format
+# (int8: one byte and an f32 scale per 32).
+WEIGHT_FORMAT_BYTES = {"f32": 4.0, "bf16": 2.0, "int8": 1.0 + 4.0 / 32}
+
+
+def decode_bytes(weights, fmt):
+    """The bytes a decode step streams when the products read `fmt`: as
+    model_flops's, the products' weights (2-D, rows of whole 32-blocks, not
+    the position table) at the format's size."""
+    shapes = param_shapes(weights)
+    low = sum(math.prod(s) for k, s in shapes.items()
+              if len(s) == 2 and k != "wpe.weight" and s[1] % 32 == 0)
+    f32 = 4 * sum(math.prod(s) for k, s in shapes.items() if k != "wpe.weight")
+    return f32 - 4 * low + WEIGHT_FORMAT_BYTES[fmt] * low
+
+
 def run_models(bench, sections, use_torch, blas_dir, peak):
     args = bench.args
     rows, decode_rows, torch_info = [], [], None
@@ -1119,6 +1140,14 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
         flops_at, weight_bytes = model_flops(weights)
 
         systems = {f"attnc/{t}": AttncProcess(exe, weights, t) for t in THREADS}
+        # The inference-only builds of --weight-formats: generate rows only.
+        formats = [f for f in args.weight_formats.split(",") if f]
+        decoders = dict(systems)
+        if "generate" in sections:
+            for fmt in formats:
+                low = bench.driver(model, src, sources, weights=fmt)
+                decoders.update({f"attnc {fmt}/{t}": AttncProcess(low, weights, t)
+                                 for t in THREADS})
         if use_torch:
             log(f"[{model}] PyTorch: load and check")
             torch_proc = TorchProcess(model, weights, blas_dir)
@@ -1132,6 +1161,7 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                          f"{check['rel_err']:.1e}; PyTorch's cached decoding matches its "
                          f"full recomputation: {check['cache_ok']}")
             systems["PyTorch/2"] = torch_proc
+            decoders["PyTorch/2"] = torch_proc
         order = lambda res: sorted(res, key=lambda n: (not n.startswith("PyTorch"), n))
         try:
             for b in [int(x) for x in args.batches.split(",")] if "forward" in sections else []:
@@ -1152,12 +1182,12 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                 # moves by up to 1.5x over minutes (other tenants), so the
                 # bound of a decode step is measured next to it, not only in
                 # the peak section. Medians of the rounds.
-                runs = {name: [] for name in systems}
+                runs = {name: [] for name in decoders}
                 reads = {t: [] for t in THREADS}
                 for _ in range(args.rounds):
                     for t in THREADS:
                         reads[t].append(read_bandwidth(bench, t, 0.5))
-                    for name, s in systems.items():
+                    for name, s in decoders.items():
                         runs[name].append(s.generate(args.gen_prompt, args.gen_new))
                 gen = {name: (statistics.median(r[0] for r in rs),
                               statistics.median(r[1] for r in rs))
@@ -1172,10 +1202,12 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                                  len(runs[name])))
                     step = gen[name][1]
                     bw = statistics.median(reads[int(threads)])
-                    bound = weight_bytes / (bw * 1e9) if bw else None
+                    fmt = system.split(" ")[1] if system.startswith("attnc ") else "f32"
+                    streamed = decode_bytes(weights, fmt)
+                    bound = streamed / (bw * 1e9) if bw else None
                     decode_rows.append((
                         model, system + " eager" * (system == "PyTorch"), threads,
-                        f"{step * 1e3:.2f}", f"{1 / step:,.1f}", f"{weight_bytes / 1e6:.1f}",
+                        f"{step * 1e3:.2f}", f"{1 / step:,.1f}", f"{streamed / 1e6:.1f}",
                         f"{bound * 1e3:.2f}" if bound else "-",
                         f"{100 * bound / step:.0f}" if bound else "-"))
                 # Prompt processing as llama.cpp reports it: a prompt of
@@ -1185,9 +1217,9 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                 # only; the median of 3 in turn.
                 p = T - 1
                 log(f"[{model}] prefill {p} tokens")
-                firsts = {name: [] for name in systems}
+                firsts = {name: [] for name in decoders}
                 for _ in range(3):
-                    for name, s in systems.items():
+                    for name, s in decoders.items():
                         firsts[name].append(s.generate(p, 1)[2])
                 first = {name: statistics.median(v) for name, v in firsts.items()}
                 ref = first.get("PyTorch/2")
@@ -1225,7 +1257,7 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                                  f"{ref / med:.2f}" if ref else "-",
                                  pct(3 * flops_at(T) * b * T / med, int(threads)), n))
         finally:
-            for s in systems.values():
+            for s in {id(s): s for s in decoders.values()}.values():
                 s.close()
         notes.append(f"{model}: {flops_at(T) / 1e6:.1f} MFLOP per token forward at T={T} "
                      f"(x3 for a train step), {weight_bytes / 1e6:.1f} MB of weights per "
@@ -1257,6 +1289,9 @@ def main():
     parser.add_argument("--train-budget", type=float, default=30.0,
                         help="seconds of train steps per system and model, about; 0: no "
                              "train step")
+    parser.add_argument("--weight-formats", default="bf16,int8",
+                        help="generate and prefill rows of attnc builds with these "
+                             "--weights too (empty: none)")
     parser.add_argument("--gen-new", type=int, default=64)
     parser.add_argument("--gen-prompt", type=int, default=64)
     parser.add_argument("--peak-seconds", type=float, default=1.0,
