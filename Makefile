@@ -11,10 +11,12 @@ FUZZ_SECONDS ?= 600
 
 # Debian 12 packages the build and the tests need (python3-torch and
 # python3-numpy: the tests that check numerics against PyTorch and numpy;
-# python3-regex: the reference GPT-2 tokenizer of the tokenizer's tests).
+# python3-regex: the reference GPT-2 tokenizer of the tokenizer's tests;
+# libopenmpi-dev and openmpi-bin: `mpirun -np N ./NAME train`, data-parallel
+# training, which loads libmpi.so.40 at run time, and its tests).
 PACKAGES := llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 \
             lld-22 cmake ninja-build ccache libgtest-dev python3 \
-            python3-numpy python3-torch python3-regex
+            python3-numpy python3-torch python3-regex libopenmpi-dev openmpi-bin
 
 CMAKE_FLAGS := -G Ninja \
   -DCMAKE_BUILD_TYPE=Release \
