@@ -41,6 +41,7 @@ typedef struct cli {
   const char *weights, *out, *fn, *prompt, *ids_out;
   const char *tokenizer;  /* --tokenizer DIR: GPT-2's BPE instead of bytes */
   const char *text, *ids; /* tokenize's input */
+  int ignore_extra;       /* -w: skip tensors the model does not have */
   const char *ins[MAX_INS];
   int num_ins;
   uint64_t seed;

@@ -31,13 +31,22 @@ static int make_ctx(cli *c, attn_ctx **ctx) {
 
 /* Creates the context and loads -w; -w may be left out for a model without
  * parameters. */
+/* --ignore-extra: one line per tensor of -w the model does not have. */
+static void note_skipped(void *user, const char *name) {
+  fprintf(stderr, "%s: skipped tensor '%s' (not a parameter of the model)\n",
+          (const char *)user, name);
+}
+
 int attn_cli_load_weights(cli *c, attn_ctx **ctx) {
   if (!c->weights && c->model->num_params > 0)
     return usage_error(c, "missing -w WEIGHTS.safetensors");
   int st = make_ctx(c, ctx);
   if (st >= 0)
     return st;
-  if (c->weights && attn_load_safetensors(*ctx, c->weights)) {
+  if (c->weights &&
+      (c->ignore_extra ? attn_load_safetensors_skipping(
+                             *ctx, c->weights, note_skipped, (void *)c->weights)
+                       : attn_load_safetensors(*ctx, c->weights))) {
     attn_ctx_destroy(*ctx);
     *ctx = NULL;
     return input_error();

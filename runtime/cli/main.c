@@ -55,7 +55,9 @@ static const cli_command_option INIT_OPTIONS[] = {
     {NULL, NULL}};
 
 static const cli_command_option FORWARD_OPTIONS[] = {
-    {"-w", "weights (safetensors)"},
+    {"-w", "weights (safetensors: F32, BF16 or F16)"},
+    {"--ignore-extra", "skip the tensors of -w the model does not have\n"
+                       "(listed on standard error)"},
     {"--in", "binds argument ARG to a .npy file; one per\n"
              "argument (i64 files are accepted for i32)"},
     {"--fn", "the entry point (default forward)"},
@@ -63,7 +65,9 @@ static const cli_command_option FORWARD_OPTIONS[] = {
     {NULL, NULL}};
 
 static const cli_command_option GENERATE_OPTIONS[] = {
-    {"-w", "weights (safetensors)"},
+    {"-w", "weights (safetensors: F32, BF16 or F16)"},
+    {"--ignore-extra", "skip the tensors of -w the model does not have\n"
+                       "(listed on standard error)"},
     {"--prompt", "the start of the text (at least one byte)"},
     {"--tokens", "new tokens to generate (default 100)"},
     {"--temperature", "0 is greedy decoding (default 1)"},
@@ -82,7 +86,9 @@ static const cli_command_option GENERATE_OPTIONS[] = {
     {NULL, NULL}};
 
 static const cli_command_option GRAD_OPTIONS[] = {
-    {"-w", "weights (safetensors)"},
+    {"-w", "weights (safetensors: F32, BF16 or F16)"},
+    {"--ignore-extra", "skip the tensors of -w the model does not have\n"
+                       "(listed on standard error)"},
     {"--in", "binds argument ARG of the loss fn to a .npy"},
     {"--fn", "the loss fn (default: train { loss })"},
     {"--seed", "dropout seed (default 0; the call's seed is\n"
@@ -124,7 +130,9 @@ static const cli_command_option TRAIN_OPTIONS[] = {
     {NULL, NULL}};
 
 static const cli_command_option EVAL_OPTIONS[] = {
-    {"-w", "weights (safetensors)"},
+    {"-w", "weights (safetensors: F32, BF16 or F16)"},
+    {"--ignore-extra", "skip the tensors of -w the model does not have\n"
+                       "(listed on standard error)"},
     {"--data", "the data, as for train"},
     {"--format", "text, tokens, tagged or pairs"},
     {"--batch", "examples per call (default 16)"},

@@ -29,7 +29,8 @@ typedef enum option_kind {
   OPTION_HYPER_INT,  /* cli.hyper[slot], an integer in [lo, hi] */
   OPTION_HYPER_REAL, /* cli.hyper[slot], a number in `range` */
   OPTION_FORMAT,     /* cli.format: a data format's name */
-  OPTION_SCHEDULE    /* cli.schedule: a learning-rate schedule's name */
+  OPTION_SCHEDULE,   /* cli.schedule: a learning-rate schedule's name */
+  OPTION_FLAG        /* an int field set to 1; takes no value */
 } option_kind;
 
 /* The finite numbers a real option takes. */
@@ -80,6 +81,8 @@ static const option OPTIONS[] = {
     TEXT("--tokenizer", "DIR", tokenizer),
     TEXT("--text", "TEXT", text),
     TEXT("--ids", "IDS", ids),
+    {"--ignore-extra", "", OPTION_FLAG, offsetof(cli, ignore_extra), 0, 0, 0,
+     REAL_NONNEG, "no value"},
     {"--in", "ARG=FILE", OPTION_INPUT, 0, 0, 0, 0, REAL_NONNEG,
      "ARG=FILE.npy"},
     {"--seed", "N", OPTION_SEED, offsetof(cli, seed), 0, 0, 0, REAL_NONNEG,
@@ -190,6 +193,7 @@ static int store(cli *c, const option *o, const char *v) {
   double x;
   switch (o->kind) {
   case OPTION_TEXT: *(const char **)(void *)field = v; return 1;
+  case OPTION_FLAG: *(int *)(void *)field = 1; return 1;
   case OPTION_INPUT: /* set_option keeps num_ins below MAX_INS */
     if (!is_binding(v))
       return 0;
@@ -250,7 +254,8 @@ static void print_options(const cli_command_option *list) {
   int grouped = 0; /* options on the pending line of a group */
   for (; list->name; ++list) {
     const option *o = find_option(list->name);
-    snprintf(left, sizeof left, "%s %s", o->name, o->value);
+    snprintf(left, sizeof left, "%s%s%s", o->name, o->value[0] ? " " : "",
+             o->value);
     if (!list->help) {
       printf("%s%s,", grouped ? " " : "  ", left);
       ++grouped;
@@ -305,7 +310,11 @@ int attn_cli_parse_options(cli *c, const cli_command *cmd, int argc,
       return attn_cli_usage_error(c, "unknown option '%s' for '%s'", name,
                                   cmd->name);
     const char *value;
-    if (eq) {
+    if (o->kind == OPTION_FLAG) {
+      if (eq)
+        return attn_cli_usage_error(c, "option '%s' takes no value", name);
+      value = "";
+    } else if (eq) {
       value = eq + 1;
     } else {
       if (a + 1 >= argc)

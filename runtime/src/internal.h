@@ -186,8 +186,14 @@ attn_status attn_weights_alloc(attn_ctx *ctx);
 void attn_weights_free(attn_ctx *ctx);
 /* Remakes the copy from the parameters unless it is current. */
 attn_status attn_weights_refresh(attn_ctx *ctx);
+
+/*===- 16-bit floats (half.c) ---------------------------------------------===*/
+
 /* `value` rounded to the nearest bf16 (ties to even), as its bits. */
 uint16_t attn_f32_to_bf16(float value);
+/* One bf16 or IEEE f16 value (as bits) in f32, exactly. */
+float attn_bf16_to_f32(uint16_t bits);
+float attn_f16_to_f32(uint16_t bits);
 
 /*===- The GPU half of a context (device.c) -------------------------------===*/
 
@@ -256,6 +262,26 @@ attn_status attn_st_load(const char *path, const char *model_name,
                          const char *what, int32_t num_expected,
                          const attn_st_expect *expect,
                          struct attn_json **meta_out);
+
+/* What attn_st_load_with relaxes: `convert_half` reads an expected F32
+ * tensor stored as BF16 or F16 (converted); `skip_extra` skips tensors not
+ * expected (their bytes still count in the layout checks and the checksum)
+ * and names each to `skipped` once the load succeeded; `hint_skip` makes
+ * the error for an extra tensor name the CLI's --ignore-extra. */
+typedef struct attn_st_options {
+  int convert_half;
+  int skip_extra;
+  int hint_skip;
+  void (*skipped)(void *user, const char *name);
+  void *user;
+} attn_st_options;
+attn_status attn_st_load_with(const char *path, const char *model_name,
+                              const char *what, int32_t num_expected,
+                              const attn_st_expect *expect,
+                              const attn_st_options *options,
+                              struct attn_json **meta_out);
+
+
 
 /* attn_write_safetensors, plus (when `checksum` is set) a metadata entry
  * "attn.checksum" with the checksum of the data section. */

@@ -34,9 +34,15 @@ static const char *st_dtype_name(attn_dtype dtype) {
 
 /*===- Loading ------------------------------------------------------------===*/
 
+/* The element types a weight may come in besides its own: Hugging Face
+ * checkpoints hold bf16 and f16 as often as f32. */
+enum { SOURCE_SAME = 0, SOURCE_BF16, SOURCE_F16 };
+
 typedef struct span {
   int64_t begin, end;
-  int32_t index; /* into the expected table */
+  int32_t index;    /* into the expected table; -1 for a skipped extra */
+  int32_t source;   /* SOURCE_*: converted to the expected f32 when read */
+  const char *name; /* the tensor's name in the header */
 } span;
 
 static int by_begin(const void *a, const void *b) {
@@ -68,6 +74,9 @@ typedef struct loader {
   const attn_st_expect *expect;
   int64_t data_size;
   span *spans;       /* by expected index; begin = -1 until seen */
+  const attn_st_options *options;
+  span *extras;      /* tensors the model lacks, skipped (skip_extra) */
+  int32_t num_extras, cap_extras;
 } loader;
 
 static attn_status check_metadata(const loader *L, const attn_json *meta) {
@@ -91,19 +100,69 @@ static int32_t find_expected(const loader *L, const char *name) {
   return -1;
 }
 
+/* The hint after "tensor X is not a parameter of model M". */
+static const char *extra_hint(const loader *L, const char *name) {
+  if (strncmp(name, "optim.", 6) == 0)
+    return " (a training checkpoint? load the weights 'train -o' wrote, or "
+           "continue it with --resume)";
+  if (L->options && L->options->hint_skip)
+    return " (the command line's --ignore-extra, attn_load_safetensors_"
+           "skipping in the C API, skips tensors the model does not have)";
+  return "";
+}
+
+/* A tensor the model lacks, skipped: its data_offsets still count in the
+ * layout checks and the checksum. */
+static attn_status add_extra(loader *L, const attn_json *t) {
+  char q[256];
+  attn_quote(q, sizeof q, t->key);
+  const attn_json *offsets =
+      t->kind == ATTN_JSON_OBJECT ? attn_json_get(t, "data_offsets") : NULL;
+  int64_t be[2];
+  if (!offsets || int_array(offsets, be, 2) != 2 || be[0] > be[1] ||
+      be[1] > L->data_size)
+    return attn_fail(ATTN_ERR_FORMAT,
+                     "%s: tensor '%s' has no data_offsets [begin, end] inside "
+                     "the data section",
+                     L->path, q);
+  if (L->num_extras == L->cap_extras) {
+    int32_t cap = L->cap_extras ? 2 * L->cap_extras : 16;
+    span *grown = realloc(L->extras, sizeof(span) * (size_t)cap);
+    if (!grown)
+      return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", L->path);
+    L->extras = grown;
+    L->cap_extras = cap;
+  }
+  L->extras[L->num_extras++] = (span){be[0], be[1], -1, SOURCE_SAME, t->key};
+  return ATTN_OK;
+}
+
+/* The source kind of a tensor of `dtype` for an expected `want` dtype, or
+ * -1 when it cannot be read as one. */
+static int32_t source_of(const loader *L, const char *dtype,
+                         const char *want) {
+  if (strcmp(dtype, want) == 0)
+    return SOURCE_SAME;
+  if (!L->options || !L->options->convert_half || strcmp(want, "F32") != 0)
+    return -1;
+  if (strcmp(dtype, "BF16") == 0)
+    return SOURCE_BF16;
+  if (strcmp(dtype, "F16") == 0)
+    return SOURCE_F16;
+  return -1;
+}
+
 static attn_status check_tensor(loader *L, const attn_json *t) {
   const char *path = L->path;
   char q[256], s1[256], s2[256];
   attn_quote(q, sizeof q, t->key);
   int32_t index = find_expected(L, t->key);
+  if (index < 0 && L->options && L->options->skip_extra)
+    return add_extra(L, t);
   if (index < 0)
     return attn_fail(ATTN_ERR_MISMATCH,
                      "%s: tensor '%s' is not %s of model '%s'%s", path, q,
-                     L->what, L->model,
-                     strncmp(t->key, "optim.", 6) == 0
-                         ? " (a training checkpoint? load the weights "
-                           "'train -o' wrote, or continue it with --resume)"
-                         : "");
+                     L->what, L->model, extra_hint(L, t->key));
   if (L->spans[index].begin >= 0)
     return attn_fail(ATTN_ERR_FORMAT, "%s: tensor '%s' appears twice", path,
                      q);
@@ -123,11 +182,15 @@ static attn_status check_tensor(loader *L, const attn_json *t) {
     return attn_fail(ATTN_ERR_FORMAT, "%s: tensor '%s' has a non-string dtype",
                      path, q);
   const char *want_dtype = st_dtype_name((attn_dtype)p->dtype);
-  if (strcmp(dtype->string, want_dtype) != 0) {
+  int32_t source = source_of(L, dtype->string, want_dtype);
+  if (source < 0) {
     char d[64];
     return attn_fail(ATTN_ERR_MISMATCH,
-                     "%s: tensor '%s' has dtype %s, expected %s", path, q,
-                     attn_quote(d, sizeof d, dtype->string), want_dtype);
+                     "%s: tensor '%s' has dtype %s, expected %s%s", path, q,
+                     attn_quote(d, sizeof d, dtype->string), want_dtype,
+                     L->options && L->options->convert_half
+                         ? " (or BF16 or F16)"
+                         : "");
   }
   int64_t dims[ATTN_MAX_RANK + 1];
   int32_t rank = int_array(shape, dims, ATTN_MAX_RANK);
@@ -156,18 +219,18 @@ static attn_status check_tensor(loader *L, const attn_json *t) {
                      "the data section of %lld bytes (truncated file?)",
                      path, q, (long long)be[0], (long long)be[1],
                      (long long)L->data_size);
-  int64_t want = attn_numel(p->rank, p->shape) *
-                 (int64_t)attn_dtype_size((attn_dtype)p->dtype);
+  int64_t element_bytes = source == SOURCE_SAME
+                              ? (int64_t)attn_dtype_size((attn_dtype)p->dtype)
+                              : 2;
+  int64_t want = attn_numel(p->rank, p->shape) * element_bytes;
   if (be[1] - be[0] != want)
     return attn_fail(ATTN_ERR_FORMAT,
                      "%s: tensor '%s' has data_offsets [%lld, %lld] (%lld "
                      "bytes) but %s%s needs %lld bytes",
                      path, q, (long long)be[0], (long long)be[1],
-                     (long long)(be[1] - be[0]), want_dtype, s2,
+                     (long long)(be[1] - be[0]), dtype->string, s2,
                      (long long)want);
-  L->spans[index].begin = be[0];
-  L->spans[index].end = be[1];
-  L->spans[index].index = index;
+  L->spans[index] = (span){be[0], be[1], index, source, p->name};
   return ATTN_OK;
 }
 
@@ -184,15 +247,18 @@ static attn_status check_layout(loader *L, span **sorted_out) {
                        "%s: tensor '%s' is missing (%s of model '%s')",
                        L->path, attn_quote(q, sizeof q, L->expect[i].name),
                        L->what, L->model);
-  span *sorted = malloc(sizeof(span) * (size_t)(L->n + 1));
+  int32_t total = L->n + L->num_extras;
+  span *sorted = malloc(sizeof(span) * (size_t)(total + 1));
   if (!sorted)
     return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", L->path);
   memcpy(sorted, L->spans, sizeof(span) * (size_t)L->n);
-  qsort(sorted, (size_t)L->n, sizeof(span), by_begin);
+  if (L->num_extras)
+    memcpy(sorted + L->n, L->extras, sizeof(span) * (size_t)L->num_extras);
+  qsort(sorted, (size_t)total, sizeof(span), by_begin);
   attn_status st = ATTN_OK;
   int64_t covered = 0;
   const span *prev = NULL;
-  for (int32_t i = 0; i < L->n && !st; ++i) {
+  for (int32_t i = 0; i < total && !st; ++i) {
     const span *s = &sorted[i];
     if (s->begin == s->end)
       continue; /* an empty tensor occupies no bytes */
@@ -200,9 +266,9 @@ static attn_status check_layout(loader *L, span **sorted_out) {
       st = attn_fail(ATTN_ERR_FORMAT,
                      "%s: tensor '%s' at [%lld, %lld] overlaps tensor '%s' "
                      "at [%lld, %lld]",
-                     L->path, attn_quote(q, sizeof q, L->expect[s->index].name),
+                     L->path, attn_quote(q, sizeof q, s->name),
                      (long long)s->begin, (long long)s->end,
-                     attn_quote(q2, sizeof q2, L->expect[prev->index].name),
+                     attn_quote(q2, sizeof q2, prev->name),
                      (long long)prev->begin, (long long)prev->end);
     else if (s->begin != covered)
       st = attn_fail(ATTN_ERR_FORMAT,
@@ -265,9 +331,49 @@ uint64_t attn_checksum_final(const attn_checksum *c) {
   return h;
 }
 
+/* dest[0 .. n) in f32 from n bf16 or f16 values (little-endian). */
+static void widen(int32_t source, const unsigned char *raw, float *dest,
+                  int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h = (uint16_t)(raw[2 * i] | raw[2 * i + 1] << 8);
+    dest[i] = source == SOURCE_BF16 ? attn_bf16_to_f32(h) : attn_f16_to_f32(h);
+  }
+}
+
+/* Reads one span's data into its destination (converted), or drops it
+ * (skipped extras, tensors without a destination); the checksum sees the
+ * file's bytes. */
+static attn_status read_span(FILE *f, const char *path, const span *sp,
+                             const attn_st_expect *expect, attn_checksum *cs) {
+  size_t bytes = (size_t)(sp->end - sp->begin);
+  void *dest = sp->index >= 0 ? expect[sp->index].dest : NULL;
+  void *scratch = NULL;
+  if ((!dest || sp->source != SOURCE_SAME) && bytes) {
+    scratch = malloc(bytes);
+    if (!scratch)
+      return attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  attn_status st = attn_file_read(f, path, scratch ? scratch : dest, bytes);
+  if (!st && bytes)
+    attn_checksum_update(cs, scratch ? scratch : dest, bytes);
+  if (!st && dest && scratch)
+    widen(sp->source, scratch, dest, (int64_t)(bytes / 2));
+  free(scratch);
+  return st;
+}
+
 attn_status attn_st_load(const char *path, const char *model_name,
                          const char *what, int32_t num_expected,
                          const attn_st_expect *expect, attn_json **meta_out) {
+  return attn_st_load_with(path, model_name, what, num_expected, expect, NULL,
+                           meta_out);
+}
+
+attn_status attn_st_load_with(const char *path, const char *model_name,
+                              const char *what, int32_t num_expected,
+                              const attn_st_expect *expect,
+                              const attn_st_options *options,
+                              attn_json **meta_out) {
   if (meta_out)
     *meta_out = NULL;
   FILE *f;
@@ -315,7 +421,7 @@ attn_status attn_st_load(const char *path, const char *model_name,
     return attn_fail(ATTN_ERR_FORMAT, "%s: bad JSON header: %s", path, err);
   }
   loader L = {path, model_name, what, num_expected, expect,
-              size - 8 - (int64_t)n, NULL};
+              size - 8 - (int64_t)n, NULL, options, NULL, 0, 0};
   L.spans = malloc(sizeof(span) * (size_t)(num_expected + 1));
   if (!L.spans) {
     attn_json_free(root);
@@ -360,30 +466,19 @@ attn_status attn_st_load(const char *path, const char *model_name,
   int64_t base = 8 + (int64_t)n;
   if (!st && fseeko(f, (off_t)base, SEEK_SET) != 0)
     st = attn_fail(ATTN_ERR_IO, "%s: cannot seek to the data section", path);
-  for (int32_t i = 0; i < num_expected && !st; ++i) {
-    const span *sp = &sorted[i];
-    size_t bytes = (size_t)(sp->end - sp->begin);
-    void *dest = expect[sp->index].dest;
-    void *scratch = NULL;
-    if (!dest && bytes) {
-      dest = scratch = malloc(bytes);
-      if (!dest) {
-        st = attn_fail(ATTN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-        break;
-      }
-    }
-    st = attn_file_read(f, path, dest, bytes);
-    if (!st && dest)
-      attn_checksum_update(&cs, dest, bytes);
-    free(scratch);
-  }
+  for (int32_t i = 0; i < num_expected + L.num_extras && !st; ++i)
+    st = read_span(f, path, &sorted[i], expect, &cs);
   if (!st && sum && attn_checksum_final(&cs) != want_sum)
     st = attn_fail(ATTN_ERR_FORMAT,
                    "%s: the data does not match its checksum (the file is "
                    "corrupt)",
                    path);
+  for (int32_t i = 0; !st && options && options->skipped && i < L.num_extras;
+       ++i)
+    options->skipped(options->user, L.extras[i].name);
   free(sorted);
   free(L.spans);
+  free(L.extras);
   fclose(f);
   /* Hand the metadata over by detaching it from the root. */
   if (!st && meta_out && meta) {
@@ -403,7 +498,8 @@ attn_status attn_st_load(const char *path, const char *model_name,
   return st;
 }
 
-static attn_status load(attn_ctx *ctx, const char *path) {
+static attn_status load(attn_ctx *ctx, const char *path,
+                        const attn_st_options *options) {
   const attn_model_info *m = ctx->model;
   attn_status synced = attn_device_to_host(ctx);
   if (synced)
@@ -415,16 +511,28 @@ static attn_status load(attn_ctx *ctx, const char *path) {
     ex[i] = (attn_st_expect){m->params[i].name, ATTN_F32, m->params[i].rank,
                              m->params[i].shape,
                              ctx->params + m->params[i].offset};
-  attn_status st =
-      attn_st_load(path, m->name, "a parameter", m->num_params, ex, NULL);
+  attn_status st = attn_st_load_with(path, m->name, "a parameter",
+                                     m->num_params, ex, options, NULL);
   free(ex);
+  ctx->weights_current = 0;
   return st;
 }
 
 attn_status attn_load_safetensors(attn_ctx *ctx, const char *path) {
   if (!ctx || !path)
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL argument");
-  return attn_ctx_fail(ctx, load(ctx, path));
+  attn_st_options options = {1, 0, 1, NULL, NULL};
+  return attn_ctx_fail(ctx, load(ctx, path, &options));
+}
+
+attn_status attn_load_safetensors_skipping(attn_ctx *ctx, const char *path,
+                                           void (*skipped)(void *user,
+                                                           const char *name),
+                                           void *user) {
+  if (!ctx || !path)
+    return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "NULL argument");
+  attn_st_options options = {1, 1, 0, skipped, user};
+  return attn_ctx_fail(ctx, load(ctx, path, &options));
 }
 
 /*===- Saving -------------------------------------------------------------===*/

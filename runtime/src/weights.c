@@ -46,15 +46,6 @@ void attn_weights_free(attn_ctx *ctx) {
     ctx->allocator.free(ctx->allocator.user, ctx->weight_scales);
 }
 
-uint16_t attn_f32_to_bf16(float value) {
-  uint32_t bits;
-  memcpy(&bits, &value, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) /* NaN stays a (quiet) NaN */
-    return (uint16_t)((bits >> 16) | 0x40u);
-  bits += 0x7fffu + ((bits >> 16) & 1u); /* round to nearest even */
-  return (uint16_t)(bits >> 16);
-}
-
 /* One block of `n` weights: scale = max |w| / 127, q = w / scale rounded
  * half away from zero (as llama.cpp's Q8_0). */
 static float quantize_block(const float *w, int64_t n, int8_t *q) {

@@ -274,8 +274,8 @@ def test_forward_errors(d, w):
     write(shaped, safetensors_bytes([("embed.weight", "F32", [16, 5], bytes(16 * 5 * 4))]))
     bad(fwd(shaped, good), ["shape.safetensors", "'embed.weight'", "[16, 5]", "expected [16, 4]"], "wrong shape")
     typed = os.path.join(d, "dtype.safetensors")
-    write(typed, safetensors_bytes([("embed.weight", "BF16", [16, 4], bytes(16 * 4 * 2))]))
-    bad(fwd(typed, good), ["dtype.safetensors", "'embed.weight'", "dtype BF16"], "wrong dtype")
+    write(typed, safetensors_bytes([("embed.weight", "F64", [16, 4], bytes(16 * 4 * 8))]))
+    bad(fwd(typed, good), ["dtype.safetensors", "'embed.weight'", "dtype F64"], "wrong dtype")
     extra = os.path.join(d, "extra.safetensors")
     write(extra, safetensors_bytes([("embed.weight", "F32", [16, 4], bytes(256)),
                                     ("lm_head.weight", "F32", [1], bytes(4))]))

@@ -97,10 +97,10 @@ static void test_rejections(attn_ctx *ctx) {
       {"header length beyond the file", "{" T_A "," T_B "," T_S "}", 100000,
        44, ATTN_ERR_FORMAT, "header length 100000 exceeds", NULL},
       {"wrong dtype",
-       "{" T_A ",\"b.weight\":{\"dtype\":\"F16\",\"shape\":[4],"
+       "{" T_A ",\"b.weight\":{\"dtype\":\"F64\",\"shape\":[4],"
        "\"data_offsets\":[24,32]}," T_S "}",
-       -1, 36, ATTN_ERR_MISMATCH, "tensor 'b.weight' has dtype F16",
-       "expected F32"},
+       -1, 36, ATTN_ERR_MISMATCH, "tensor 'b.weight' has dtype F64",
+       "expected F32 (or BF16 or F16)"},
       {"wrong shape",
        "{\"a\":{\"dtype\":\"F32\",\"shape\":[3,2],\"data_offsets\":[0,24]},"
        T_B "," T_S "}",

@@ -246,14 +246,25 @@ void attn_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
 
 /* Replaces every parameter of the context with the tensor of the same name
  * in the safetensors file at `path`. The whole header is validated before any
- * data is read: header length vs file size, strict JSON, dtype F32 only,
- * shapes equal to the model's, data_offsets inside the data section, the
- * right size and non-overlapping, no missing tensor, no extra tensor (other
- * than `__metadata__`). A file whose metadata has "attn.checksum" (as
- * `train` writes) is also checked against it. On a validation error the
- * parameters are unchanged; on a read error or a checksum mismatch after
- * validation they are unspecified. */
+ * data is read: header length vs file size, strict JSON, dtype F32, BF16 or
+ * F16 (the 16-bit ones widened exactly to f32, as Hugging Face checkpoints
+ * hold them), shapes equal to the model's, data_offsets inside the data
+ * section, the right size and non-overlapping, no missing tensor, no extra
+ * tensor (other than `__metadata__`). A file whose metadata has
+ * "attn.checksum" (as `train` writes) is also checked against it. On a
+ * validation error the parameters are unchanged; on a read error or a
+ * checksum mismatch after validation they are unspecified. */
 attn_status attn_load_safetensors(attn_ctx *ctx, const char *path);
+
+/* As attn_load_safetensors, but tensors the model does not have (a
+ * checkpoint's `attn.bias` masks, `rotary_emb.inv_freq`, a tied
+ * `lm_head.weight`) are skipped rather than an error; once the load
+ * succeeded, `skipped(user, name)` is called for each, in file order
+ * (`skipped` may be NULL). */
+attn_status attn_load_safetensors_skipping(attn_ctx *ctx, const char *path,
+                                           void (*skipped)(void *user,
+                                                           const char *name),
+                                           void *user);
 
 /* Writes every parameter, in the model's order, with `__metadata__`
  * {"format": "pt", "model": NAME}. The file is written under a temporary
