@@ -119,10 +119,18 @@ void MatmulEmitter::emitRowDot(ImplicitLocOpBuilder &ib, Value m, Value n,
       [&](OpBuilder &kb, Location loc, Value kk, ValueRange acc) {
         ImplicitLocOpBuilder lb(loc, kb);
         SmallVector<Value> next;
-        for (int64_t u = 0; u < kUnroll; ++u)
-          next.push_back(
-              fma(lb, arith::AddIOp::create(lb, kk, index(lb, u * lanes)),
-                  acc[u], /*inBounds=*/true));
+        auto at = [&](int64_t offset) {
+          return arith::AddIOp::create(lb, kk, index(lb, offset));
+        };
+        if (blockwiseRowDot()) {
+          // int8: each block's products unscaled, then one FMA by its scale.
+          next.assign(acc.begin(), acc.end());
+          for (int64_t b = 0; b * ops.scaleBlock < kUnroll * lanes; ++b)
+            next[b] = rowDotBlock(lb, m, n, at(b * ops.scaleBlock), acc[b]);
+        } else {
+          for (int64_t u = 0; u < kUnroll; ++u)
+            next.push_back(fma(lb, at(u * lanes), acc[u], /*inBounds=*/true));
+        }
         scf::YieldOp::create(lb, next);
       });
   SmallVector<Value> acc(unrolled.getResults());
@@ -145,8 +153,39 @@ void MatmulEmitter::emitRowDot(ImplicitLocOpBuilder &ib, Value m, Value n,
   storeDot(ib, acc[0], m, n);
 }
 
+bool MatmulEmitter::blockwiseRowDot() const {
+  int64_t step = model.rowDotUnroll * lanes;
+  return ops.scales && ops.scaleBlock % lanes == 0 &&
+         step % ops.scaleBlock == 0;
+}
+
+/// acc + scale * (A[m, k0 .. k0 + block] * W[n, ...] unscaled), the block's
+/// products summed in two chains (a dependent FMA's latency is several of
+/// its issue slots).
+Value MatmulEmitter::rowDotBlock(ImplicitLocOpBuilder &ib, Value m, Value n,
+                                 Value k0, Value acc) {
+  Value chains[2] = {};
+  for (int64_t u = 0; u < ops.scaleBlock / lanes; ++u) {
+    Value k = arith::AddIOp::create(ib, k0, index(ib, u * lanes));
+    Value w = readWeights(ib, n, k, /*inBounds=*/true, /*scaled=*/false);
+    Value a = vector::TransferReadOp::create(
+        ib, vecType, ops.a, ValueRange{m, k}, zeroF, ArrayRef<bool>{true});
+    Value &chain = chains[u % 2];
+    chain = chain ? vector::FMAOp::create(ib, a, w, chain).getResult()
+                  : arith::MulFOp::create(ib, a, w).getResult();
+  }
+  Value sum = chains[1] ? arith::AddFOp::create(ib, chains[0], chains[1])
+                              .getResult()
+                        : chains[0];
+  Value scale = memref::LoadOp::create(
+      ib, ops.scales,
+      ValueRange{n, arith::DivUIOp::create(ib, k0, index(ib, ops.scaleBlock))});
+  return vector::FMAOp::create(
+      ib, sum, vector::BroadcastOp::create(ib, vecType, scale), acc);
+}
+
 Value MatmulEmitter::readWeights(ImplicitLocOpBuilder &ib, Value n, Value k,
-                                 bool inBounds) {
+                                 bool inBounds, bool scaled) {
   auto type = cast<MemRefType>(ops.b.getType());
   Type element = type.getElementType();
   if (element.isF32())
@@ -176,13 +215,15 @@ Value MatmulEmitter::readWeights(ImplicitLocOpBuilder &ib, Value n, Value k,
             ib, DenseElementsAttr::get(bits(32), ib.getI32IntegerAttr(16))));
     return arith::BitcastOp::create(ib, vecType, shifted);
   }
+  Value values = arith::SIToFPOp::create(ib, vecType, raw);
+  if (!scaled)
+    return values;
   // The scale of the block holding k..k+lanes (lanes divide the block).
   Value scale = memref::LoadOp::create(
       ib, ops.scales,
       ValueRange{n, arith::DivUIOp::create(ib, k, index(ib, ops.scaleBlock))});
   return arith::MulFOp::create(
-      ib, arith::SIToFPOp::create(ib, vecType, raw),
-      vector::BroadcastOp::create(ib, vecType, scale));
+      ib, values, vector::BroadcastOp::create(ib, vecType, scale));
 }
 
 /// C[row, col] (+)= the sum of the lanes of `acc`: added to C's value, or

@@ -54,12 +54,16 @@ public:
 
 private:
   /// `lanes` elements of W[n, k..] in f32 (B stored [N, K]), converted
-  /// from a low-precision B; `inBounds` false masks past K (zeros).
+  /// from a low-precision B (int8: times the block's scale unless not
+  /// `scaled`); `inBounds` false masks past K (zeros).
   mlir::Value readWeights(mlir::ImplicitLocOpBuilder &ib, mlir::Value n,
-                          mlir::Value k, bool inBounds);
+                          mlir::Value k, bool inBounds, bool scaled = true);
 
   // DotKernels.cpp: B stored as W[N, K], fewer rows than a register tile.
   void emitDots(mlir::Value nBegin, mlir::Value nEnd);
+  bool blockwiseRowDot() const;
+  mlir::Value rowDotBlock(mlir::ImplicitLocOpBuilder &ib, mlir::Value m,
+                          mlir::Value n, mlir::Value k0, mlir::Value acc);
   void emitRowDot(mlir::ImplicitLocOpBuilder &ib, mlir::Value m, mlir::Value n,
                   mlir::Value k, mlir::Value kFull);
   void storeDot(mlir::ImplicitLocOpBuilder &ib, mlir::Value acc,
