@@ -82,9 +82,10 @@ cl::opt<std::string> stageOption("stage", cl::desc(stageHelp()),
                                  cl::value_desc("stage"), cl::init("attn-opt"),
                                  cl::cat(attncCategory));
 cl::opt<std::string> targetOption("target",
-                                  cl::desc("Target CPU: host (default), "
-                                           "x86-64-v3 (AVX2), x86-64-v4 "
-                                           "(AVX-512)"),
+                                  cl::desc("Target: host (default), an x86-64 "
+                                           "CPU LLVM names (x86-64-v3: AVX2, "
+                                           "x86-64-v4: AVX-512, znver4, "
+                                           "sapphirerapids, ...), or cuda"),
                                   cl::value_desc("target"), cl::init("host"),
                                   cl::cat(attncCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
@@ -845,7 +846,9 @@ int main(int argc, char **argv) {
                       attn::allStageNames());
   if (!attn::isKnownTarget(targetOption))
     return usageError("unknown target '" + targetOption +
-                      "'; expected host, x86-64-v3 or x86-64-v4");
+                      "'; expected host, an x86-64 CPU with AVX2 and FMA as "
+                      "LLVM names it (x86-64-v3, x86-64-v4, znver3, znver4, "
+                      "sapphirerapids, ...), cuda, cuda-sm_80 or cuda-sm_90");
   if (!attn::parseWeightFormat(weightsOption))
     return usageError("unknown weight format '" + weightsOption +
                       "'; expected f32, bf16 or int8");

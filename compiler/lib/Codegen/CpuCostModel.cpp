@@ -8,18 +8,27 @@
 #include "attn/Codegen/CpuCostModel.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 namespace attn {
 
-VectorTarget vectorTargetFor(llvm::StringRef target) {
-  bool avx512 = target == "x86-64-v4";
+/// Whether `target` (host, or an x86-64 CPU or level LLVM knows) has
+/// AVX-512F.
+static bool hasAvx512(llvm::StringRef target) {
   if (target == "host") {
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
     auto it = features.find("avx512f");
-    avx512 = it != features.end() && it->second;
+    return it != features.end() && it->second;
   }
-  if (avx512)
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::X86::getFeaturesForCPU(target, features);
+  return llvm::is_contained(features, "avx512f");
+}
+
+VectorTarget vectorTargetFor(llvm::StringRef target) {
+  if (hasAvx512(target))
     return VectorTarget{16, 32};
   return VectorTarget{8, 16};
 }

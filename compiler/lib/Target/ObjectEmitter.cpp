@@ -29,18 +29,31 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 using namespace mlir;
 
 namespace attn {
 
+/// Whether the x86-64 CPU `cpu` (a name LLVM knows) has AVX2 and FMA, which
+/// the CPU kernels need.
+static bool hasAvx2(llvm::StringRef cpu) {
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::X86::getFeaturesForCPU(cpu, features);
+  return llvm::is_contained(features, "avx2") &&
+         llvm::is_contained(features, "fma");
+}
+
 bool isKnownTarget(llvm::StringRef target) {
-  return target == "host" || target == "x86-64-v3" || target == "x86-64-v4" ||
-         cudaChip(target).has_value();
+  // The kernels need AVX2 and FMA (x86-64-v3 and later CPUs).
+  return target == "host" || cudaChip(target).has_value() ||
+         (llvm::X86::parseArchX86(target, /*Only64Bit=*/true) !=
+              llvm::X86::CK_None &&
+          hasAvx2(target));
 }
 
 /// A target machine for `target`: the build machine's CPU and features for
-/// `host`, the x86-64 micro-architecture levels otherwise.
+/// `host`, the named x86-64 CPU or micro-architecture level otherwise.
 static std::unique_ptr<llvm::TargetMachine>
 createTargetMachine(const CodegenOptions &options, std::string &error) {
   llvm::InitializeNativeTarget();
