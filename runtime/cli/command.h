@@ -42,6 +42,7 @@ typedef struct cli {
   const char *tokenizer;  /* --tokenizer DIR: GPT-2's BPE instead of bytes */
   const char *text, *ids; /* tokenize's input */
   int ignore_extra;       /* -w: skip tensors the model does not have */
+  int shard_optimizer;    /* train under mpirun: ZeRO-1 (dist.h) */
   const char *ins[MAX_INS];
   int num_ins;
   uint64_t seed;

@@ -9,38 +9,52 @@
 
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdarg.h>
 #include <string.h>
 
 #include "command.h"
 #include "data.h"
+#include "dist.h"
 
 /*===- Messages -----------------------------------------------------------===*/
 
+/* Prints an error line, unless a data-parallel job holds it back to report
+ * it once for all its processes (dist.h). */
+static void emit_error(const char *prefix, const char *fmt, va_list ap,
+                       const char *suffix) {
+  char line[4096];
+  int n = snprintf(line, sizeof line, "%s", prefix);
+  if (n >= 0 && (size_t)n < sizeof line)
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  n = (int)strlen(line);
+  snprintf(line + n, sizeof line - (size_t)n, "%s\n", suffix);
+  if (!attn_dist_hold_error(line))
+    fputs(line, stderr);
+}
+
 int attn_cli_usage_error(const cli *c, const char *fmt, ...) {
+  char suffix[256];
+  if (c->command)
+    snprintf(suffix, sizeof suffix, " (see '%s %s --help')", c->prog,
+             c->command);
+  else
+    snprintf(suffix, sizeof suffix, " (see '%s --help')", c->prog);
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "error: ");
-  vfprintf(stderr, fmt, ap);
+  emit_error("error: ", fmt, ap, suffix);
   va_end(ap);
-  if (c->command)
-    fprintf(stderr, " (see '%s %s --help')\n", c->prog, c->command);
-  else
-    fprintf(stderr, " (see '%s --help')\n", c->prog);
   return EXIT_USAGE;
 }
 
 int attn_cli_input_error(void) {
-  fprintf(stderr, "error: %s\n", attn_last_error());
-  return EXIT_INPUT;
+  return attn_cli_input_errorf("%s", attn_last_error());
 }
 
 int attn_cli_input_errorf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "error: ");
-  vfprintf(stderr, fmt, ap);
+  emit_error("error: ", fmt, ap, "");
   va_end(ap);
-  fputc('\n', stderr);
   return EXIT_INPUT;
 }
 
@@ -104,7 +118,8 @@ static const cli_command_option TRAIN_OPTIONS[] = {
                  "the file's extension)"},
     {"--steps", "train until step N (default: the schedule's\n"
                 "steps for cosine, else 1000)"},
-    {"--batch", "examples per step (default 16)"},
+    {"--batch", "examples per step (default 16); under mpirun,\n"
+                "per process"},
     {"--seq", "positions per example (default: the model's\n"
               "limit, else 128)"},
     {"--seed", "data order and dropout seed (default 0)"},
@@ -127,6 +142,8 @@ static const cli_command_option TRAIN_OPTIONS[] = {
     {"--d-model", "warmup_rsqrt's d_model"},
     {"--tokenizer", "text: GPT-2's tokenizer (encoder.json,\n"
                     "vocab.bpe) instead of bytes"},
+    {"--shard-optimizer", "under mpirun: each process keeps and updates\n"
+                          "its share of Adam's moments (ZeRO-1)"},
     {NULL, NULL}};
 
 static const cli_command_option EVAL_OPTIONS[] = {

@@ -83,6 +83,8 @@ static const option OPTIONS[] = {
     TEXT("--ids", "IDS", ids),
     {"--ignore-extra", "", OPTION_FLAG, offsetof(cli, ignore_extra), 0, 0, 0,
      REAL_NONNEG, "no value"},
+    {"--shard-optimizer", "", OPTION_FLAG, offsetof(cli, shard_optimizer), 0,
+     0, 0, REAL_NONNEG, "no value"},
     {"--in", "ARG=FILE", OPTION_INPUT, 0, 0, 0, 0, REAL_NONNEG,
      "ARG=FILE.npy"},
     {"--seed", "N", OPTION_SEED, offsetof(cli, seed), 0, 0, 0, REAL_NONNEG,

@@ -21,6 +21,7 @@
 
 #include "command.h"
 #include "data.h"
+#include "dist.h"
 
 #define usage_error attn_cli_usage_error
 #define input_error attn_cli_input_error
@@ -732,6 +733,16 @@ typedef struct train_run {
   int64_t *perm;     /* the epoch's example order */
   float *grads;      /* the context's gradient buffer, if train_step has one */
   int32_t map[MAX_INS]; /* train_step's inputs as loss-fn input indices */
+  /* Data-parallel (under mpirun, dist.h): this process's rank of nprocs, its
+   * rows of each step's global batch s.batch, the gradient entry it runs
+   * instead of train_step and that entry's input order. */
+  int dp;
+  int rank, nprocs;
+  int64_t local_batch;
+  const attn_entry_info *grad_e;
+  int32_t grad_map[MAX_INS];
+  double step_seconds; /* the steps' wall time, for the all-reduce's share */
+  int pending; /* a failure of rank 0's writes after the last step, or -1 */
 } train_run;
 
 static void train_run_free(train_run *r) {
@@ -759,6 +770,10 @@ static int check_train_usage(cli *c) {
   if (!c->resume && !c->weights && m->num_params > 0)
     return usage_error(c, "missing -w WEIGHTS.safetensors (or --resume "
                           "CHECKPOINT)");
+  if (c->shard_optimizer && !attn_dist_active())
+    return usage_error(c, "--shard-optimizer shares Adam's moments among the "
+                          "processes of a data-parallel run; start it with "
+                          "mpirun -np N (N > 1)");
   return -1;
 }
 
@@ -784,6 +799,24 @@ static int find_train_entries(train_run *r) {
   if (!r->loss_e)
     r->loss_e = r->step_e; /* inputs in train_step's order */
   snprintf(r->s.loss_fn, sizeof r->s.loss_fn, "%s", loss_name);
+  if (!r->dp)
+    return -1;
+  /* Data-parallel steps run the gradient, reduce it, then the optimizer
+   * (attn_ctx_optimizer_step). */
+  if (m->device != ATTN_DEVICE_CPU)
+    return input_errorf("model '%s' runs on a GPU; data-parallel training "
+                        "under mpirun runs CPU models only",
+                        m->name);
+  char name[160];
+  snprintf(name, sizeof name, "%s" ATTN_ENTRY_GRAD_SUFFIX, loss_name);
+  r->grad_e = need_entry(m, name);
+  if (!r->grad_e)
+    return EXIT_INPUT;
+  if (!has_arg(r->grad_e, ATTN_ARG_GRADS) || !scalar_results(r->grad_e, 1))
+    return input_errorf("model '%s': entry point '%s' does not take a "
+                        "gradient buffer and return the loss as an f32 "
+                        "scalar (a bug in the compiled model)",
+                        m->name, name);
   return -1;
 }
 
@@ -806,10 +839,23 @@ static int train_paths(train_run *r) {
 
 /* A resumed run keeps the data order it was trained with: --batch, --seq,
  * --seed and --format may only repeat the checkpoint's. */
-static int check_resumed_order(const cli *c, const settings *s) {
+static int check_resumed_order(const cli *c, const settings *s,
+                               int64_t nprocs) {
   const char *what = NULL;
   long long was = 0, now = 0;
-  if (c->batch && c->batch != s->batch)
+  if (nprocs > 1 && c->batch && c->batch * nprocs != s->batch)
+    return input_errorf("%s: the checkpoint was trained with a global batch "
+                        "of %lld; %lld processes keep it with --batch %lld "
+                        "each (got %lld)",
+                        c->resume, (long long)s->batch, (long long)nprocs,
+                        (long long)(s->batch / nprocs), (long long)c->batch);
+  if (nprocs > 1 && s->batch % nprocs != 0)
+    return input_errorf("%s: the checkpoint's global batch of %lld examples "
+                        "does not split evenly over %lld processes; resume "
+                        "it with a number of processes that divides %lld",
+                        c->resume, (long long)s->batch, (long long)nprocs,
+                        (long long)s->batch);
+  if (c->batch && c->batch * nprocs != s->batch)
     what = "--batch", was = s->batch, now = c->batch;
   else if (c->seq && c->seq != s->seq)
     what = "--seq", was = s->seq, now = c->seq;
@@ -850,7 +896,10 @@ static int resume_from_checkpoint(train_run *r) {
                         "%lld (the file is inconsistent)",
                         c->resume, (long long)saved_step,
                         (long long)r->step0);
-  return check_resumed_order(c, &r->s);
+  if ((st = check_resumed_order(c, &r->s, r->nprocs)) >= 0)
+    return st;
+  r->local_batch = r->s.batch / r->nprocs;
+  return -1;
 }
 
 /* -w: the weights, and settings from the command line. */
@@ -861,8 +910,11 @@ static int start_from_weights(train_run *r) {
     return st;
   r->s.seed = c->seed;
   r->s.shuffle_seed = shuffle_seed_of(c->seed);
+  /* --batch is per process; the checkpoints keep the global batch. */
   if (c->batch)
     r->s.batch = c->batch;
+  r->local_batch = r->s.batch;
+  r->s.batch *= r->nprocs;
   r->s.seq = c->seq;
   r->s.save_every = c->save_every;
   return -1;
@@ -949,6 +1001,12 @@ static int open_train_data(train_run *r) {
   s->data_bytes = d->bytes;
   s->data_hash = d->hash;
   r->per_epoch = attn_data_train_examples(d) / s->batch;
+  if (r->per_epoch < 1 && r->nprocs > 1)
+    return input_errorf("%s: %lld training examples, fewer than the global "
+                        "batch of %lld (%lld processes of --batch %lld)",
+                        c->data, (long long)attn_data_train_examples(d),
+                        (long long)s->batch, (long long)r->nprocs,
+                        (long long)r->local_batch);
   if (r->per_epoch < 1)
     return input_errorf("%s: %lld training examples, fewer than --batch %lld",
                         c->data, (long long)attn_data_train_examples(d),
@@ -960,29 +1018,32 @@ static int open_train_data(train_run *r) {
  * outputs found writable, the buffers and the arena. */
 static int prepare_steps(train_run *r) {
   cli *c = r->c;
+  const attn_entry_info *e = r->dp ? r->grad_e : r->step_e;
   int st = map_inputs(r->loss_e, r->step_e, r->map);
-  if (st >= 0)
+  if (st >= 0 || (r->dp && (st = map_inputs(r->loss_e, r->grad_e,
+                                            r->grad_map)) >= 0))
     return st;
-  /* Fail now, not after the run, if an output cannot be written. */
-  if ((st = check_writable(c->out)) >= 0 ||
-      (st = check_writable(r->ckpt)) >= 0 ||
-      (st = check_writable(r->log.path)) >= 0)
+  /* Fail now, not after the run, if an output cannot be written (rank 0
+   * alone writes them). */
+  if (r->rank == 0 && ((st = check_writable(c->out)) >= 0 ||
+                       (st = check_writable(r->ckpt)) >= 0 ||
+                       (st = check_writable(r->log.path)) >= 0))
     return st;
   r->perm =
       malloc(sizeof *r->perm * (size_t)(attn_data_train_examples(&r->data) + 1));
-  if (!r->perm || (has_arg(r->step_e, ATTN_ARG_GRADS) &&
+  if (!r->perm || ((r->dp || has_arg(r->step_e, ATTN_ARG_GRADS)) &&
                    attn_ctx_train_buffer(r->ctx, ATTN_ARG_GRADS, &r->grads)))
     return input_errorf("out of memory");
   /* The arena at the model's bounds for this batch, allocated now so that
    * the first step already runs in it (the arena grows after a step that
    * needs more anyway; pages the steps do not use are never touched). */
-  int64_t fixed = r->step_e->arena_bytes;
-  int64_t per = r->step_e->arena_bytes_per_batch;
-  int64_t batch = r->s.batch;
+  int64_t fixed = e->arena_bytes;
+  int64_t per = e->arena_bytes_per_batch;
+  int64_t batch = r->local_batch;
   if (fixed >= 0 && per >= 0 &&
       (per == 0 || batch - 1 <= (INT64_MAX - fixed) / per))
     (void)attn_ctx_reserve_arena(r->ctx, fixed + (batch - 1) * per);
-  if (c->resume)
+  if (c->resume && r->rank == 0)
     log_read(&r->log, r->step0);
   return -1;
 }
@@ -990,6 +1051,8 @@ static int prepare_steps(train_run *r) {
 static void announce_training(const train_run *r) {
   const cli *c = r->c;
   const attn_dataset *d = &r->data;
+  if (r->rank != 0)
+    return;
   if (d->unknown_targets)
     fprintf(stderr,
             "note: %lld positions of %s have tags the vocabulary of %s does "
@@ -1002,6 +1065,12 @@ static void announce_training(const train_run *r) {
           (long long)attn_data_train_examples(d), (long long)r->s.batch,
           (long long)(r->per_epoch * r->s.batch), (long long)(r->step0 + 1),
           (long long)r->s.steps);
+  if (r->dp)
+    fprintf(stderr,
+            "data-parallel: %d processes of --batch %lld, gradients "
+            "all-reduced%s\n",
+            r->nprocs, (long long)r->local_batch,
+            r->c->shard_optimizer ? ", optimizer state sharded" : "");
 }
 
 /* Runs step `step` (from 1) on its batch of the epoch's order: the loss,
@@ -1030,16 +1099,150 @@ static int train_one_step(train_run *r, int64_t step, double *loss,
   return -1;
 }
 
+/*===- Data-parallel steps ------------------------------------------------===*/
+
+/* The dropout seed of a process's call at `step`. Rank 0 draws the masks a
+ * single process does for the first rows of the global batch; another
+ * rank's rows get masks of their own (a different seed), not those the same
+ * rows would get in one process: the compiled stream numbers elements
+ * within a call (abi.h), and a call cannot be told where its rows start
+ * (docs/Training.md, Data-parallel training). */
+static uint64_t dp_dropout_seed(const train_run *r, int64_t step) {
+  uint64_t seed = attn_dropout_seed(r->s.seed, (uint64_t)step);
+  return r->rank == 0 ? seed : attn_splitmix64(seed + (uint64_t)r->rank);
+}
+
+/* This process's rows through `<loss>_grad`: the loss (NaN when the entry
+ * point found it NaN, which every process then learns from the summed
+ * loss) and the positions scored. */
+static int dp_grad(train_run *r, const int64_t *idx, double *loss,
+                   int64_t *targets) {
+  const attn_dataset *d = &r->data;
+  attn_tensor batch[4], result;
+  const attn_tensor *ptrs[4];
+  if (attn_data_batch(d, r->loss_e, idx, r->local_batch, batch, targets))
+    return input_error();
+  int32_t n = attn_entry_num_inputs(r->grad_e);
+  for (int32_t k = 0; k < n; ++k)
+    ptrs[k] = &batch[r->grad_map[k]];
+  int st = -1;
+  attn_status failed =
+      attn_run(r->ctx, r->grad_e->name, ptrs, n, &result, 1);
+  if (failed == ATTN_ERR_NUMERIC) {
+    *loss = NAN;
+  } else if (failed) {
+    st = input_errorf("%s: %s", d->path, attn_last_error());
+  } else {
+    *loss = *(const float *)result.data;
+    attn_tensor_release(&result);
+  }
+  for (int32_t k = 0; k < attn_entry_num_inputs(r->loss_e); ++k)
+    attn_tensor_release(&batch[k]);
+  return st;
+}
+
+typedef struct scale_job {
+  float *x;
+  float by;
+  int64_t n;
+} scale_job;
+
+static void scale_chunk(void *arg, int64_t begin, int64_t end) {
+  const scale_job *j = arg;
+  for (int64_t i = begin * j->n / 64; i < end * j->n / 64; ++i)
+    j->x[i] *= j->by;
+}
+
+/* Step `step` of a data-parallel run: each process's rows of the global
+ * batch through `<loss>_grad`; the losses and scored positions summed over
+ * the processes, so that the loss is the global batch's mean; each
+ * process's gradient weighted by its share of the positions and the
+ * gradients summed (the gradient of that mean); then the global norm and
+ * the optimizer, as train_step has them (attn_ctx_optimizer_step), on
+ * every parameter, or under --shard-optimizer on this process's share of
+ * them, which the processes then exchange. A failure of any process
+ * (`pending`: one since the last step, such as rank 0's checkpoint) stops
+ * every process here, at the same step. */
+static int dp_step(train_run *r, int64_t step, int pending, double *loss,
+                   double *norm, int64_t *targets) {
+  const settings *s = &r->s;
+  int64_t n = r->m->num_param_elements, lo = 0, hi = n;
+  float hyper[ATTN_HYPER_COUNT];
+  attn_train_hyper(&s->ti, step, hyper);
+  attn_ctx_set_seed(r->ctx, dp_dropout_seed(r, step));
+  memset(r->grads, 0, sizeof(float) * (size_t)n);
+  int st = pending;
+  double local_loss = 0;
+  int64_t local_n = 0;
+  if (st < 0) {
+    const int64_t *idx = r->perm + ((step - 1) % r->per_epoch) * s->batch +
+                         r->rank * r->local_batch;
+    st = dp_grad(r, idx, &local_loss, &local_n);
+  }
+  double sums[3] = {st >= 0, (double)local_n,
+                    local_n > 0 ? (double)local_n * local_loss : 0};
+  attn_dist_sum_f64(sums, 3);
+  if (sums[0] > 0)
+    return attn_dist_agree(st);
+  *targets = (int64_t)sums[1];
+  *loss = sums[1] > 0 ? sums[2] / sums[1] : NAN;
+  if (!isfinite(*loss))
+    return -1; /* run_steps stops every process */
+  if (local_n == 0)
+    memset(r->grads, 0, sizeof(float) * (size_t)n);
+  else if ((double)local_n != sums[1]) {
+    scale_job j = {r->grads, (float)((double)local_n / sums[1]), n};
+    attn_parallel_for(attn_ctx_pool(r->ctx), 64, scale_chunk, &j);
+  }
+  double sumsq = 0;
+  if (r->c->shard_optimizer) {
+    attn_dist_shard(n, r->rank, &lo, &hi);
+    if (!attn_dist_sum_shard_f32(r->grads, n))
+      return input_errorf("out of memory");
+  } else {
+    attn_dist_sum_f32(r->grads, n);
+  }
+  if (attn_ctx_grad_sum_squares(r->ctx, lo, hi, &sumsq))
+    return input_error();
+  if (r->c->shard_optimizer)
+    attn_dist_sum_f64(&sumsq, 1);
+  *norm = (float)sqrt(sumsq);
+  if (!isfinite(*norm))
+    return -1; /* run_steps stops every process */
+  if (attn_ctx_optimizer_step(r->ctx, hyper, lo, hi, (float)*norm))
+    return input_error();
+  if (r->c->shard_optimizer)
+    attn_dist_gather_shards_f32(attn_ctx_params(r->ctx), n);
+  (void)attn_ctx_set_step(r->ctx, step + 1);
+  return -1;
+}
+
+/* Under --shard-optimizer each process holds its share of Adam's moments;
+ * rank 0 gathers the others' before it writes a checkpoint. */
+static int dp_gather_moments(train_run *r) {
+  if (!r->dp || !r->c->shard_optimizer)
+    return -1;
+  float *mom[2];
+  if (attn_ctx_train_buffer(r->ctx, ATTN_ARG_FIRST_MOMENT, &mom[0]) ||
+      attn_ctx_train_buffer(r->ctx, ATTN_ARG_SECOND_MOMENT, &mom[1]))
+    return input_error();
+  for (int k = 0; k < 2; ++k)
+    attn_dist_gather_shards_f32(mom[k], r->m->num_param_elements);
+  return -1;
+}
+
 /* Steps step0 + 1 .. steps: progress on stderr, the loss log, checkpoints
- * every --save-every steps. */
+ * every --save-every steps. In a data-parallel run rank 0 alone prints and
+ * writes; a failure of its writes reaches the others at the next step. */
 static int run_steps(train_run *r) {
   const settings *s = &r->s;
-  int tty = isatty(STDERR_FILENO);
+  int root = r->rank == 0;
+  int tty = root && isatty(STDERR_FILENO);
   int64_t span = s->steps - r->step0;
   int64_t every = span / 10 > 1 ? span / 10 : 1;
   double start = now_seconds(), last_print = 0;
   int64_t tokens_total = 0, epoch = -1;
-  int st;
+  int st, pending = -1;
   for (int64_t step = r->step0 + 1; step <= s->steps; ++step) {
     if ((step - 1) / r->per_epoch != epoch) {
       epoch = (step - 1) / r->per_epoch;
@@ -1047,49 +1250,67 @@ static int run_steps(train_run *r) {
     }
     double t0 = now_seconds(), loss = NAN, norm = NAN;
     int64_t targets = 0;
-    if ((st = train_one_step(r, step, &loss, &norm, &targets)) >= 0)
+    st = r->dp ? dp_step(r, step, pending, &loss, &norm, &targets)
+               : train_one_step(r, step, &loss, &norm, &targets);
+    if (st >= 0)
       return st;
+    pending = -1;
     double dt = now_seconds() - t0;
-    if (!isfinite(loss)) {
+    r->step_seconds += dt;
+    /* Every process of a data-parallel run has the same loss and norm, so
+     * all stop here together. */
+    if (!isfinite(loss) || (r->dp && !isfinite(norm))) {
       if (tty)
         fputc('\n', stderr);
-      return input_errorf("step %lld: the loss is %g; training diverged "
+      return input_errorf("step %lld: the %s is %g; training diverged "
                           "(nothing written since the last checkpoint)",
-                          (long long)step, loss);
+                          (long long)step,
+                          isfinite(loss) ? "gradient norm" : "loss",
+                          isfinite(loss) ? norm : loss);
     }
     tokens_total += targets;
     double lr = attn_schedule_lr(&s->ti, step);
     if (!log_push(&r->log, (log_row){step, loss, lr, norm,
                                      dt > 0 ? (double)targets / dt : 0}))
-      return input_errorf("out of memory");
+      pending = input_errorf("out of memory");
     double now = now_seconds(), elapsed = now - start;
     double rate = elapsed > 0 ? (double)tokens_total / elapsed : 0;
     double left =
         elapsed / (double)(step - r->step0) * (double)(s->steps - step);
-    if ((tty && (now - last_print > 0.1 || step == s->steps)) ||
-        (!tty && ((step - r->step0) % every == 0 || step == s->steps))) {
+    if (root &&
+        ((tty && (now - last_print > 0.1 || step == s->steps)) ||
+         (!tty && ((step - r->step0) % every == 0 || step == s->steps)))) {
       progress(tty, step, s->steps, loss, lr, rate, left);
       last_print = now;
     }
     if (s->save_every && step % s->save_every == 0 && step != s->steps) {
-      if ((st = save_state(r->ctx, r->ckpt, 1, s, step, r->per_epoch,
-                           &r->data)) >= 0 ||
-          (st = log_write(&r->log)) >= 0)
-        return st;
-    } else if (now - r->log.last_write > 10) {
+      if ((st = dp_gather_moments(r)) >= 0 ||
+          (root && ((st = save_state(r->ctx, r->ckpt, 1, s, step,
+                                     r->per_epoch, &r->data)) >= 0 ||
+                    (st = log_write(&r->log)) >= 0)))
+        pending = st;
+    } else if (root && now - r->log.last_write > 10) {
       if ((st = log_write(&r->log)) >= 0)
-        return st;
+        pending = st;
     }
+    if (pending >= 0 && !r->dp)
+      return pending;
   }
   if (tty)
     fputc('\n', stderr);
+  r->pending = pending;
   return -1;
 }
 
-/* The last checkpoint, the weights and the log. */
+/* The last checkpoint, the weights and the log (rank 0's, in a
+ * data-parallel run; the others learn how it went from attn_dist_agree). */
 static int finish_training(train_run *r) {
   const settings *s = &r->s;
   int st;
+  if ((st = dp_gather_moments(r)) >= 0 || r->rank != 0)
+    return st;
+  if (r->pending >= 0)
+    return r->pending;
   if ((st = save_state(r->ctx, r->ckpt, 1, s, s->steps, r->per_epoch,
                        &r->data)) >= 0 ||
       (st = save_state(r->ctx, r->c->out, 0, s, s->steps, r->per_epoch,
@@ -1098,6 +1319,15 @@ static int finish_training(train_run *r) {
     return st;
   fprintf(stderr, "wrote %s (weights), %s (checkpoint), %s (loss log)\n",
           r->c->out, r->ckpt, r->log.path);
+  if (r->dp && r->s.steps > r->step0) {
+    double steps = (double)(r->s.steps - r->step0);
+    double comm = attn_dist_seconds();
+    fprintf(stderr,
+            "data-parallel: %d processes; communication %.1f ms of %.1f ms "
+            "a step (%.1f%%)\n",
+            r->nprocs, 1e3 * comm / steps, 1e3 * r->step_seconds / steps,
+            r->step_seconds > 0 ? 100.0 * comm / r->step_seconds : 0.0);
+  }
   return -1;
 }
 
@@ -1118,23 +1348,50 @@ static int train_settings(train_run *r) {
   return apply_overrides(r);
 }
 
+/* Rank 0's data and checkpoint step, which every process must share. */
+static int dp_check_same(train_run *r) {
+  int64_t mine[3] = {r->data.bytes, (int64_t)r->data.hash, r->step0};
+  int64_t root[3] = {mine[0], mine[1], mine[2]};
+  attn_dist_broadcast(root, (int64_t)sizeof root, 0);
+  if (root[0] != mine[0] || root[1] != mine[1])
+    return input_errorf("%s: not the data rank 0 read (%lld bytes, checksum "
+                        "%016llx here; %lld bytes, checksum %016llx there): "
+                        "every process needs the same file",
+                        r->c->data, (long long)mine[0],
+                        (unsigned long long)mine[1], (long long)root[0],
+                        (unsigned long long)root[1]);
+  if (root[2] != mine[2])
+    return input_errorf("%s: at step %lld here, but rank 0's is at step %lld: "
+                        "every process needs the same checkpoint",
+                        r->c->resume, (long long)mine[2], (long long)root[2]);
+  return -1;
+}
+
 int attn_cmd_train(cli *c) {
-  int st = check_train_usage(c);
+  int st = attn_dist_start();
   if (st >= 0)
     return st;
   train_run r;
   memset(&r, 0, sizeof r);
   r.c = c;
   r.m = c->model;
-  if ((st = find_train_entries(&r)) < 0 && (st = train_paths(&r)) < 0 &&
-      (st = train_settings(&r)) < 0 && (st = open_train_data(&r)) < 0 &&
-      (st = prepare_steps(&r)) < 0) {
+  r.dp = attn_dist_active();
+  r.rank = attn_dist_rank();
+  r.nprocs = attn_dist_size();
+  r.pending = -1;
+  if ((st = check_train_usage(c)) < 0 && (st = find_train_entries(&r)) < 0 &&
+      (st = train_paths(&r)) < 0 && (st = train_settings(&r)) < 0 &&
+      (st = open_train_data(&r)) < 0)
+    st = prepare_steps(&r);
+  if ((st = attn_dist_agree(st)) < 0 && r.dp)
+    st = attn_dist_agree(dp_check_same(&r));
+  if (st < 0) {
     announce_training(&r);
     if ((st = run_steps(&r)) < 0)
-      st = finish_training(&r);
+      st = attn_dist_agree(finish_training(&r));
   }
   train_run_free(&r);
-  return st < 0 ? EXIT_OK : st;
+  return attn_dist_finish(st < 0 ? EXIT_OK : st);
 }
 
 /*===- eval ---------------------------------------------------------------===*/
@@ -1237,7 +1494,24 @@ static int eval_batch(attn_ctx *ctx, const attn_dataset *d,
   return st;
 }
 
+/* Under mpirun, each process takes every N-th batch and the sums are added
+ * up: the same batches as one process, so the same result but for the
+ * order of the additions. */
+static int eval_command(cli *c, int *agreed);
+
 int attn_cmd_eval(cli *c) {
+  int st = attn_dist_start();
+  if (st >= 0)
+    return st;
+  int agreed = 0;
+  st = eval_command(c, &agreed);
+  if (!agreed)
+    st = attn_dist_agree(st);
+  return attn_dist_finish(st < 0 ? EXIT_OK : st);
+}
+
+/* Sets *agreed once the processes have combined their statuses. */
+static int eval_command(cli *c, int *agreed) {
   const attn_model_info *m = c->model;
   if (!c->weights && m->num_params > 0)
     return usage_error(c, "missing -w WEIGHTS.safetensors");
@@ -1294,8 +1568,8 @@ int attn_cmd_eval(cli *c) {
   attn_ctx_set_seed(ctx, 0);
   const attn_entry_info *fwd = accuracy_entry(m, &data);
   double total = 0;
-  int64_t count = 0, correct = 0, scored = 0;
-  for (int64_t k = 0; k < n;) {
+  int64_t count = 0, correct = 0, scored = 0, batches = 0;
+  for (int64_t k = 0; k < n; ++batches) {
     /* A short last window of text is a batch of its own. */
     int64_t len0 = data.layout == ATTN_LAYOUT_LM ? attn_data_lm_length(&data, k)
                                                  : 0;
@@ -1304,12 +1578,32 @@ int attn_cmd_eval(cli *c) {
            (data.layout != ATTN_LAYOUT_LM ||
             attn_data_lm_length(&data, k) == len0))
       idx[b++] = k++;
+    if (batches % attn_dist_size() != attn_dist_rank())
+      continue;
     if ((st = eval_batch(ctx, &data, e, &fwd, idx, b, &total, &count,
                          &correct, &scored)) >= 0)
       goto done;
   }
+  *agreed = 1; /* every process is here: the errors below are common */
+  if ((st = attn_dist_agree(-1)) >= 0)
+    goto done;
+  if (attn_dist_active()) {
+    double sums[5] = {total, (double)count, (double)correct, (double)scored,
+                      fwd ? 1 : 0};
+    attn_dist_sum_f64(sums, 5);
+    total = sums[0];
+    count = (int64_t)sums[1];
+    correct = (int64_t)sums[2];
+    scored = (int64_t)sums[3];
+    if (sums[4] < attn_dist_size())
+      fwd = NULL;
+  }
   if (count == 0) {
     st = input_errorf("%s: no position to score", c->data);
+    goto done;
+  }
+  if (attn_dist_rank() != 0) {
+    st = -1;
     goto done;
   }
   if (data.unknown_targets)
@@ -1329,5 +1623,5 @@ done:
   attn_data_free(&data);
   free(idx);
   attn_ctx_destroy(ctx);
-  return st < 0 ? EXIT_OK : st;
+  return st;
 }

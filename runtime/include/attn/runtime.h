@@ -508,6 +508,33 @@ double attn_schedule_lr(const attn_train_info *t, int64_t step);
  * learning rate, beta1, beta2, eps, weight_decay, clip_norm and the step. */
 void attn_train_hyper(const attn_train_info *t, int64_t step, float *hyper);
 
+/* train_step's optimizer step apart from its gradient, for a caller that
+ * combines the gradients of several processes in between (data-parallel
+ * `train`, docs/Training.md): call `<loss>_grad`, reduce the gradient
+ * buffer (ATTN_ARG_GRADS) across processes, then take the global norm and
+ * update. Both work on the elements [begin, end) of the buffers (the whole
+ * model: 0 to num_param_elements; a part of it where each process updates
+ * its own share of the parameters), on the context's threads, CPU models
+ * only (ATTN_ERR_UNSUPPORTED otherwise).
+ *
+ * attn_ctx_grad_sum_squares: the sum of the squares of the gradients in
+ * double, in a fixed order (the same on any number of threads); the global
+ * norm is the root of the sum over the whole buffer, taken in f32.
+ *
+ * attn_ctx_optimizer_step: with the values of `hyper` (attn_hyper_index:
+ * the learning rate, betas, eps, weight decay, clip norm and step t), the
+ * gradients scaled by min(1, clip_norm / (grad_norm + 1e-6)) when
+ * clip_norm > 0, then the model's Adam or AdamW update of the parameters
+ * and both moments in place, as train_step computes them (abi.h). The
+ * gradient buffer is read, not changed; the step counter t
+ * (attn_ctx_step) does not move. Not thread-safe with other calls on the
+ * context. */
+attn_status attn_ctx_grad_sum_squares(attn_ctx *ctx, int64_t begin,
+                                      int64_t end, double *out);
+attn_status attn_ctx_optimizer_step(attn_ctx *ctx, const float *hyper,
+                                    int64_t begin, int64_t end,
+                                    float grad_norm);
+
 /*===----------------------------------------------------------------------===*
  * Text generation
  *===----------------------------------------------------------------------===*/
