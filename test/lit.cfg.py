@@ -86,6 +86,30 @@ config.substitutions.append(
 config.substitutions.append(
     ("%cc", shutil.which("clang-22") or shutil.which("cc") or "cc"))
 
+# Data-parallel training (test/Integration/mpi, `REQUIRES: mpi`) runs the
+# executables under OpenMPI's mpirun (Debian's openmpi-bin, which `make`
+# installs); without it those tests are unsupported. %mpirun runs N
+# processes on this machine alone, more than its cores if need be, and lets
+# root run them (OpenMPI refuses root unless told).
+def find_open_mpi():
+    path = shutil.which("mpirun")
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True,
+                             timeout=30).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if "Open MPI" in out else None
+
+open_mpi = find_open_mpi()
+if open_mpi:
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", open_mpi + " --oversubscribe"))
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+
 # The long training tests (test/Long, `REQUIRES: long`) run only with
 # `lit -Dlong=1`, which `make test-long` passes; `-Dbrown=DIR` says where
 # scripts/fetch-brown.py wrote the tagged Brown corpus (default:
