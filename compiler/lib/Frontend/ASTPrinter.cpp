@@ -4,7 +4,8 @@
 // indented by nesting, and expressions as source text with every unary and
 // binary operation in parentheses, so that a test sees how precedence and
 // associativity were resolved. Locations are left out so dumps are stable;
-// files are named by their file name only.
+// files are named by their file name only. Diagnostics quote expressions
+// through printExpr, with the parentheses precedence needs and no others.
 //
 //===----------------------------------------------------------------------===//
 
@@ -228,7 +229,118 @@ private:
   llvm::raw_ostream &os;
 };
 
+/// Prints expressions as source text, parenthesised only where the parser
+/// would otherwise group them differently.
+class ExprPrinter {
+public:
+  explicit ExprPrinter(llvm::raw_ostream &os) : os(os) {}
+
+  /// Binding strength, loosest first, as Parser.cpp's grammar nests them.
+  enum Precedence {
+    Comparison,
+    Additive,
+    Multiplicative,
+    MatMul,
+    Unary,
+    Postfix
+  };
+
+  static Precedence precedence(const Expr &expr) {
+    if (auto *binary = llvm::dyn_cast<BinaryExpr>(&expr)) {
+      BinaryOp op = binary->getOp();
+      if (isComparison(op))
+        return Comparison;
+      if (op == BinaryOp::Add || op == BinaryOp::Sub)
+        return Additive;
+      return op == BinaryOp::MatMul ? MatMul : Multiplicative;
+    }
+    return llvm::isa<UnaryExpr>(expr) ? Unary : Postfix;
+  }
+
+  /// Prints `expr`, in parentheses when it binds more loosely than
+  /// `atLeast`.
+  void print(const Expr &expr, Precedence atLeast = Comparison) {
+    bool parenthesise = precedence(expr) < atLeast;
+    if (parenthesise)
+      os << "(";
+    printBare(expr);
+    if (parenthesise)
+      os << ")";
+  }
+
+private:
+  void printBare(const Expr &expr) {
+    switch (expr.getKind()) {
+    case Expr::Kind::Member: {
+      auto &member = cast<MemberExpr>(expr);
+      print(member.getBase(), Postfix);
+      os << "." << member.getMember();
+      return;
+    }
+    case Expr::Kind::Call: {
+      auto &call = cast<CallExpr>(expr);
+      print(call.getCallee(), Postfix);
+      os << "(";
+      llvm::interleaveComma(call.getArgs(), os,
+                            [&](const ExprPtr &arg) { print(*arg); });
+      if (!call.getArgs().empty() && !call.getKeywordArgs().empty())
+        os << ", ";
+      llvm::interleaveComma(call.getKeywordArgs(), os,
+                            [&](const KeywordArg &arg) {
+                              os << arg.getName() << ": ";
+                              print(arg.getValue());
+                            });
+      os << ")";
+      return;
+    }
+    case Expr::Kind::Unary:
+      os << "-";
+      print(cast<UnaryExpr>(expr).getOperand(), Unary);
+      return;
+    case Expr::Kind::Binary: {
+      // Left-associative, and comparisons do not chain: the right operand,
+      // and a comparison's left one, need a tighter binding than the
+      // operator's own.
+      auto &binary = cast<BinaryExpr>(expr);
+      Precedence own = precedence(expr);
+      print(binary.getLHS(), own == Comparison ? Precedence(own + 1) : own);
+      os << " " << getBinaryOpSpelling(binary.getOp()) << " ";
+      print(binary.getRHS(), Precedence(own + 1));
+      return;
+    }
+    case Expr::Kind::List:
+      os << "[";
+      llvm::interleaveComma(cast<ListExpr>(expr).getElements(), os,
+                            [&](const ExprPtr &element) { print(*element); });
+      os << "]";
+      return;
+    case Expr::Kind::IntLit:
+      os << cast<IntLitExpr>(expr).getValue();
+      return;
+    case Expr::Kind::FloatLit:
+      os << cast<FloatLitExpr>(expr).getSpelling();
+      return;
+    case Expr::Kind::BoolLit:
+      os << (cast<BoolLitExpr>(expr).getValue() ? "true" : "false");
+      return;
+    case Expr::Kind::Name:
+      os << cast<NameExpr>(expr).getName();
+      return;
+    }
+    llvm_unreachable("unknown expression kind");
+  }
+
+  llvm::raw_ostream &os;
+};
+
 } // namespace
+
+std::string frontend::printExpr(const Expr &expr) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  ExprPrinter(os).print(expr);
+  return text;
+}
 
 void frontend::printAST(const Program &program, llvm::raw_ostream &os) {
   ASTPrinter(os).print(program);

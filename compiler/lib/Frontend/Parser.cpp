@@ -12,6 +12,7 @@
 #include "attn/Frontend/Suggestions.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cassert>
 #include <optional>
@@ -1099,6 +1100,49 @@ std::unique_ptr<CallExpr> Parser::parseCallArgs(ExprPtr callee) {
                                     std::move(keywordArgs));
 }
 
+/// Reports a buffer that is no .tfm source at all (a corpus or a weight file
+/// given by mistake) with one error, not one for every line: a buffer where
+/// text other than blanks and comments exists, but no line begins with
+/// `model`, `block` or `import`.
+static LogicalResult checkLooksLikeSource(Lexer &lexer) {
+  SourceDiagnostics &diags = lexer.getDiagnostics();
+  llvm::StringRef buffer =
+      diags.getSourceMgr().getMemoryBuffer(lexer.getBufferID())->getBuffer();
+  const char *firstText = nullptr;
+  for (llvm::StringRef rest = buffer; !rest.empty();) {
+    llvm::StringRef line;
+    std::tie(line, rest) = rest.split('\n');
+    if (line.data() == buffer.data())
+      line.consume_front("\xEF\xBB\xBF");
+    llvm::StringRef text = line.ltrim(" \t\r\f\v");
+    if (text.empty() || text.starts_with("#"))
+      continue;
+    llvm::StringRef word =
+        text.take_while([](char c) { return llvm::isAlnum(c) || c == '_'; });
+    if (word == "model" || word == "block" || word == "import")
+      return success();
+    if (!firstText)
+      firstText = text.data();
+  }
+  if (!firstText)
+    return success();
+  // Binary data has no line worth showing: the error names the file only.
+  bool binary = buffer.contains('\0');
+  mlir::Location loc =
+      binary ? mlir::FileLineColLoc::get(&diags.getContext(),
+                                         lexer.getBufferIdentifier(), 0, 0)
+             : diags.getLocation(SMLoc::getFromPointer(firstText));
+  diags.emitError(loc) << "'" << lexer.getBufferIdentifier()
+                       << "' does not look like a .tfm model: "
+                       << (binary ? "it holds binary data, and no" : "no")
+                       << " line begins with `model`, `block` or `import`";
+  return failure();
+}
+
 std::unique_ptr<SourceFile> attn::frontend::parseSourceFile(Lexer &lexer) {
+  if (failed(checkLooksLikeSource(lexer)))
+    return std::make_unique<SourceFile>(
+        lexer.getBufferIdentifier(), std::vector<std::unique_ptr<Import>>(),
+        std::vector<std::unique_ptr<TopLevelDecl>>());
   return Parser(lexer).parseFile();
 }

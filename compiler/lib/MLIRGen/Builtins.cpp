@@ -246,6 +246,21 @@ public:
     return elab.readParam(it->second, loc);
   }
 
+  /// Checks that `x`, the argument `arg` of a call of `layer`, has the
+  /// `features` the layer takes as its last dim, naming both when not; a
+  /// dynamic last dim is checked when the program runs.
+  bool takesFeatures(Instance &layer, llvm::StringRef role, const Arg &arg,
+                     Value x, int64_t features) {
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1) ||
+        type.getShape().back() == features)
+      return true;
+    elab.reportOperands(loc, args.call, {{role, arg.expr, x}},
+                        layer.typeName + " '" + layer.path + "' takes " +
+                            Twine(features) + " features");
+    return false;
+  }
+
   /// A float tensor of rank 3, [B, T, d], for attention layers.
   Value sequenceInput(const std::optional<Arg> &arg, llvm::StringRef what) {
     Value x = elab.expectTensor(*arg, what);
@@ -467,7 +482,15 @@ EvalValue BuiltinCall::matmul() {
   Value b = floatTensor((*bound)[1], "the second operand of matmul");
   if (!a || !b)
     return EvalValue::poison();
-  return tensorResult(elab.tryCreate<MatmulOp>(loc, a, b));
+  Elaborator::Operand first{"the first argument", (*bound)[0]->expr, a};
+  Elaborator::Operand second{"the second argument", (*bound)[1]->expr, b};
+  return tensorResult(elab.tryCreateReporting<MatmulOp>(
+      loc,
+      [&] {
+        elab.reportOperands(loc, args.call, {first, second},
+                            Elaborator::explainMatmulShapes(first, second));
+      },
+      a, b));
 }
 
 EvalValue BuiltinCall::transpose() {
@@ -937,7 +960,8 @@ EvalValue BuiltinCall::linearLayer(Instance &layer) {
   if (!bound)
     return EvalValue::poison();
   Value x = floatTensor((*bound)[0], "the input of linear");
-  if (!x)
+  if (!x || !takesFeatures(layer, "the input", *(*bound)[0], x,
+                           layer.params["weight"].type.getDimSize(1)))
     return EvalValue::poison();
   return tensorResult(elab.tryCreate<LinearOp>(loc, x, param(layer, "weight"),
                                                param(layer, "bias"), Value(),
@@ -960,7 +984,7 @@ EvalValue BuiltinCall::normLayer(Instance &layer) {
   if (!bound)
     return EvalValue::poison();
   Value x = floatTensor((*bound)[0], "the input of " + layer.typeName);
-  if (!x)
+  if (!x || !takesFeatures(layer, "the input", *(*bound)[0], x, layer.features))
     return EvalValue::poison();
   Value weight = param(layer, "weight");
   if (layer.kind == LayerKind::LayerNorm)
@@ -975,7 +999,7 @@ EvalValue BuiltinCall::feedForwardLayer(Instance &layer) {
   if (!bound)
     return EvalValue::poison();
   Value x = floatTensor((*bound)[0], "the input of feed_forward");
-  if (!x)
+  if (!x || !takesFeatures(layer, "the input", *(*bound)[0], x, layer.features))
     return EvalValue::poison();
   Instance &l1 = *layer.layers["linear1"], &l2 = *layer.layers["linear2"];
   LinearOp hidden =
@@ -999,10 +1023,13 @@ EvalValue BuiltinCall::multiHeadAttentionLayer(Instance &layer) {
   if (!bound)
     return EvalValue::poison();
   Value x = sequenceInput((*bound)[0], "the input");
+  if (x && !takesFeatures(layer, "the input", *(*bound)[0], x, layer.features))
+    return EvalValue::poison();
   Value memory;
   if ((*bound)[1]) {
     memory = sequenceInput((*bound)[1], "the memory");
-    if (!memory)
+    if (!memory || !takesFeatures(layer, "the memory", *(*bound)[1], memory,
+                                  layer.features))
       return EvalValue::poison();
   }
   std::optional<MaskKind> maskKind = mask((*bound)[2]);

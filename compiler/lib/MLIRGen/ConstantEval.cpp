@@ -130,7 +130,7 @@ std::string EvalValue::describe() const {
   case Kind::Bool:
     return intValue ? "true" : "false";
   case Kind::Tensor:
-    return "a tensor " + describeType(getTensorType());
+    return "a tensor " + describeTensor(value);
   case Kind::Size:
     return "the size " + word;
   case Kind::Layer:

@@ -10,8 +10,10 @@
 
 #include "Elaborator.h"
 
+#include "attn/Frontend/Frontend.h"
 #include "attn/Frontend/Suggestions.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -42,6 +44,93 @@ InFlightDiagnostic Elaborator::error(Location loc) {
   return mlir::emitError(loc);
 }
 
+void Elaborator::reportOperands(Location loc, const ast::Expr *whole,
+                                ArrayRef<Operand> operands,
+                                const llvm::Twine &reason) {
+  InFlightDiagnostic diag = error(loc);
+  if (whole)
+    diag << "`" << frontend::printExpr(*whole) << "`: ";
+  llvm::interleaveComma(operands, diag, [&](const Operand &operand) {
+    diag << operand.role << " ";
+    if (operand.expr)
+      diag << "`" << frontend::printExpr(*operand.expr) << "` ";
+    diag << "is " << describeTensor(operand.value);
+  });
+  diag << "; " << reason.str();
+}
+
+std::string Elaborator::explainMatmulShapes(const Operand &lhs,
+                                            const Operand &rhs) {
+  auto a = cast<RankedTensorType>(lhs.value.getType());
+  auto b = cast<RankedTensorType>(rhs.value.getType());
+  if (a.getRank() < 2 || b.getRank() < 2)
+    return "a matrix product needs operands of rank 2 or more";
+  if (a.getElementType() != b.getElementType())
+    return "their element types differ";
+  int64_t inner = a.getShape().back(), rows = b.getShape()[b.getRank() - 2];
+  if (!ShapedType::isDynamic(inner) && !ShapedType::isDynamic(rows) &&
+      inner != rows)
+    return ("the last dimension of " + lhs.role + " (" + Twine(inner) +
+            ") is not the second-to-last of " + rhs.role + " (" + Twine(rows) +
+            ")")
+        .str();
+  return "their batch dimensions cannot be broadcast together";
+}
+
+/// Rewrites the types a diagnostic of the dialect quotes
+/// ('tensor<?x?x192xf32>') as the language writes them (f32[B, T, 192]),
+/// naming the dims after the operand of that type: the first one not named
+/// yet, when several have it.
+static std::string describeQuotedTypes(StringRef message, ValueRange operands,
+                                       MLIRContext *context) {
+  std::string text;
+  SmallVector<bool> named(operands.size(), false);
+  while (true) {
+    size_t start = message.find("'tensor<");
+    size_t end = message.find(">'", start);
+    if (start == StringRef::npos || end == StringRef::npos)
+      break;
+    text += message.take_front(start);
+    StringRef quoted = message.slice(start + 1, end + 1);
+    message = message.drop_front(end + 2);
+    auto type = dyn_cast_or_null<RankedTensorType>(parseType(quoted, context));
+    if (!type) {
+      text += ("'" + quoted + "'").str();
+      continue;
+    }
+    std::optional<size_t> match;
+    for (auto [i, operand] : llvm::enumerate(operands))
+      if (operand.getType() == type && (!match || (named[*match] && !named[i])))
+        match = i;
+    if (match)
+      named[*match] = true;
+    text += match ? describeTensor(operands[*match]) : describeType(type);
+  }
+  return text + message.str();
+}
+
+LogicalResult Elaborator::inferTypes(
+    Location loc, ValueRange operands,
+    function_ref<LogicalResult(std::optional<Location>)> infer,
+    ShapeErrorReporter report) {
+  std::string message;
+  LogicalResult inferred = success();
+  {
+    ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
+      message = diag.str();
+      return success();
+    });
+    inferred = infer(loc);
+  }
+  if (succeeded(inferred))
+    return success();
+  if (report)
+    report();
+  else
+    error(loc) << describeQuotedTypes(message, operands, &context);
+  return failure();
+}
+
 bool CallArgs::hasPoison() const {
   for (const Arg &arg : positional)
     if (arg.value.isPoison())
@@ -52,22 +141,62 @@ bool CallArgs::hasPoison() const {
   return false;
 }
 
-LogicalResult Elaborator::run(const ast::Program &program) {
-  // Count errors, and report an error once even when it comes from a block
-  // instantiated many times.
-  llvm::StringSet<> reported;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() != DiagnosticSeverity::Error)
-      return failure();
-    std::string key;
-    llvm::raw_string_ostream os(key);
-    os << diag.getLocation() << ": " << diag.str();
-    if (!reported.insert(key).second)
-      return success();
-    ++numErrors;
-    return failure();
-  });
+namespace {
+/// Where a diagnostic is, for putting diagnostics in source order: files in
+/// the order their first diagnostic came, then line and column.
+struct SourcePosition {
+  unsigned file = 0;
+  unsigned line = 0;
+  unsigned column = 0;
 
+  bool operator<(const SourcePosition &other) const {
+    return std::tie(file, line, column) <
+           std::tie(other.file, other.line, other.column);
+  }
+};
+} // namespace
+
+LogicalResult Elaborator::run(const ast::Program &program) {
+  // The elaboration reaches a block's body where the block is used and the
+  // train section after every fn; its diagnostics are held back and given
+  // in source order. A remark stays after the error it explains.
+  std::vector<std::pair<SourcePosition, Diagnostic>> held;
+  {
+    // Count errors, and report an error once even when it comes from a
+    // block instantiated many times.
+    llvm::StringSet<> reported;
+    llvm::StringMap<unsigned> files;
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error) {
+        std::string key;
+        llvm::raw_string_ostream os(key);
+        os << diag.getLocation() << ": " << diag.str();
+        if (!reported.insert(key).second)
+          return success();
+        ++numErrors;
+      }
+      SourcePosition position;
+      if (diag.getSeverity() != DiagnosticSeverity::Error && !held.empty())
+        position = held.back().first;
+      else if (auto loc = dyn_cast<FileLineColLoc>(diag.getLocation()))
+        position = {
+            files.try_emplace(loc.getFilename(), files.size()).first->second,
+            loc.getLine(), loc.getColumn()};
+      else
+        position = {~0u, 0, 0};
+      held.emplace_back(position, std::move(diag));
+      return success();
+    });
+    elaborate(program);
+  }
+  llvm::stable_sort(
+      held, [](const auto &a, const auto &b) { return a.first < b.first; });
+  for (auto &[position, diag] : held)
+    context.getDiagEngine().emit(std::move(diag));
+  return success(numErrors == 0);
+}
+
+void Elaborator::elaborate(const ast::Program &program) {
   const ast::SourceFile &mainFile = program.getMainFile();
   for (const auto &file : program.getFiles()) {
     for (const auto &decl : file->getDecls()) {
@@ -101,7 +230,7 @@ LogicalResult Elaborator::run(const ast::Program &program) {
     error(FileLineColLoc::get(&context, mainFile.getPath(), 1, 1))
         << "no model in '" << mainFile.getPath()
         << "'; a compiled file needs one `model NAME { ... }`";
-    return failure();
+    return;
   }
 
   module->setAttr("attn.model", builder.getStringAttr(model->getName()));
@@ -130,7 +259,6 @@ LogicalResult Elaborator::run(const ast::Program &program) {
                            << "' has no fn; it needs at least one entry point";
   if (train)
     emitTrain(*train);
-  return success(numErrors == 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -584,14 +712,14 @@ EvalValue Elaborator::evalMember(const ast::MemberExpr &expr, Frame &frame) {
 
 CallArgs Elaborator::evalArgs(const ast::CallExpr &call, Frame &frame,
                               llvm::StringRef exceptKeyword) {
-  CallArgs args{call.getLoc(), call.getCalleeName(), {}, {}};
+  CallArgs args{call.getLoc(), call.getCalleeName(), {}, {}, &call};
   for (const ast::ExprPtr &arg : call.getArgs())
-    args.positional.push_back({eval(*arg, frame), arg->getLoc()});
+    args.positional.push_back({eval(*arg, frame), arg->getLoc(), arg.get()});
   for (const ast::KeywordArg &keyword : call.getKeywordArgs())
     if (keyword.getName() != exceptKeyword)
-      args.keywords.push_back(
-          {keyword.getName().str(),
-           Arg{eval(keyword.getValue(), frame), keyword.getLoc()}});
+      args.keywords.push_back({keyword.getName().str(),
+                               Arg{eval(keyword.getValue(), frame),
+                                   keyword.getLoc(), &keyword.getValue()}});
   return args;
 }
 
@@ -739,7 +867,10 @@ EvalValue Elaborator::callLayer(Instance &layer, CallArgs &args) {
       EvalValue out = callLayer(*child, step);
       if (out.isPoison())
         return out;
+      // The next layer's input is this one's output, which no source text
+      // spells.
       step.positional[0].value = out;
+      step.positional[0].expr = nullptr;
     }
     return step.positional[0].value;
   }
@@ -841,12 +972,20 @@ EvalValue Elaborator::evalBinary(const ast::BinaryExpr &expr, Frame &frame) {
   Value a = lhs.isTensor() ? lhs.getValue() : materialize(lhs, elementType, loc);
   Value b = rhs.isTensor() ? rhs.getValue() : materialize(rhs, elementType, loc);
   Type aElement = cast<RankedTensorType>(a.getType()).getElementType();
+  // A shape error names the expression and both operands by their text.
+  Operand left{"the left operand", &expr.getLHS(), a};
+  Operand right{"the right operand", &expr.getRHS(), b};
+  auto notBroadcast = [&] {
+    reportOperands(loc, &expr, {left, right},
+                   "their shapes cannot be broadcast together");
+  };
   Operation *result = nullptr;
   if (ast::isComparison(op)) {
     static const CompareKind kinds[] = {CompareKind::eq, CompareKind::ne,
                                         CompareKind::lt, CompareKind::le,
                                         CompareKind::gt, CompareKind::ge};
-    result = tryCreate<CompareOp>(loc, kinds[static_cast<int>(op)], a, b);
+    result = tryCreateReporting<CompareOp>(loc, notBroadcast,
+                                           kinds[static_cast<int>(op)], a, b);
   } else if (!isa<FloatType>(aElement)) {
     error(loc) << "operator '" << ast::getBinaryOpSpelling(op)
                << "' needs f32 tensors, got " << lhs.describe() << " and "
@@ -855,16 +994,16 @@ EvalValue Elaborator::evalBinary(const ast::BinaryExpr &expr, Frame &frame) {
   } else {
     switch (op) {
     case ast::BinaryOp::Add:
-      result = tryCreate<AddOp>(loc, a, b);
+      result = tryCreateReporting<AddOp>(loc, notBroadcast, a, b);
       break;
     case ast::BinaryOp::Sub:
-      result = tryCreate<SubOp>(loc, a, b);
+      result = tryCreateReporting<SubOp>(loc, notBroadcast, a, b);
       break;
     case ast::BinaryOp::Mul:
-      result = tryCreate<MulOp>(loc, a, b);
+      result = tryCreateReporting<MulOp>(loc, notBroadcast, a, b);
       break;
     case ast::BinaryOp::Div:
-      result = tryCreate<DivOp>(loc, a, b);
+      result = tryCreateReporting<DivOp>(loc, notBroadcast, a, b);
       break;
     case ast::BinaryOp::MatMul:
       if (!lhs.isTensor() || !rhs.isTensor()) {
@@ -872,7 +1011,13 @@ EvalValue Elaborator::evalBinary(const ast::BinaryExpr &expr, Frame &frame) {
                    << " and " << rhs.describe();
         return EvalValue::poison();
       }
-      result = tryCreate<MatmulOp>(loc, a, b);
+      result = tryCreateReporting<MatmulOp>(
+          loc,
+          [&] {
+            reportOperands(loc, &expr, {left, right},
+                           explainMatmulShapes(left, right));
+          },
+          a, b);
       break;
     default:
       error(loc) << "operator '" << ast::getBinaryOpSpelling(op)

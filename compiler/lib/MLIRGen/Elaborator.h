@@ -157,6 +157,13 @@ mlir::Type getElementType(mlir::Builder &builder, ast::ElementType type);
 
 /// Prints a tensor type as the model language writes it: f32[?, ?, 192].
 std::string describeType(mlir::RankedTensorType type);
+/// The symbolic name of each dim of `tensor` (`B`, `T`), as the entry
+/// point's argument types name them and the ops from there to `tensor` keep
+/// them (DimNames.cpp); null where a dim has none. An `index` value has one.
+llvm::SmallVector<mlir::StringAttr> getDimNames(mlir::Value tensor);
+/// Prints the type of `tensor` as the model language writes it, its dims by
+/// name where getDimNames knows them: f32[B, T, 192].
+std::string describeTensor(mlir::Value tensor);
 /// Prints an element type as the model language writes it: f32, bool.
 std::string describeElementType(mlir::Type type);
 
@@ -197,6 +204,10 @@ llvm::SmallVector<llvm::StringRef> builtinFunctionNames();
 struct Arg {
   EvalValue value;
   mlir::Location loc;
+  /// The expression it was evaluated from, for diagnostics that quote it;
+  /// null for a value no source text gives (a stack's input to its second
+  /// layer).
+  const ast::Expr *expr = nullptr;
 };
 
 /// The evaluated arguments of a call.
@@ -205,6 +216,8 @@ struct CallArgs {
   llvm::StringRef callee;
   std::vector<Arg> positional;
   std::vector<std::pair<std::string, Arg>> keywords;
+  /// The call as written, for diagnostics that quote it.
+  const ast::CallExpr *call = nullptr;
 
   bool hasPoison() const;
 };
@@ -229,14 +242,37 @@ class Elaborator {
 public:
   Elaborator(mlir::MLIRContext &context, mlir::ModuleOp module);
 
-  /// Elaborates the program's model into the module.
+  /// Elaborates the program's model into the module, reporting errors in
+  /// source order.
   mlir::LogicalResult run(const ast::Program &program);
+  /// Elaborates the program's model into the module, reporting errors as
+  /// it finds them.
+  void elaborate(const ast::Program &program);
 
   //===--------------------------------------------------------------------===//
   // Diagnostics (Elaborator.cpp)
   //===--------------------------------------------------------------------===//
 
   mlir::InFlightDiagnostic error(mlir::Location loc);
+
+  /// An operand of an expression as a diagnostic names it: its role
+  /// ("the left operand"), the source text that gave it, if any, and its
+  /// value.
+  struct Operand {
+    llvm::StringRef role;
+    const ast::Expr *expr;
+    mlir::Value value;
+  };
+  /// Reports at `loc` that the operands of `whole` do not go together,
+  /// naming each: "`x + y`: the left operand `x` is f32[B, T, 192], the
+  /// right operand `y` is f32[B, T, 128]; REASON".
+  void reportOperands(mlir::Location loc, const ast::Expr *whole,
+                      llvm::ArrayRef<Operand> operands,
+                      const llvm::Twine &reason);
+  /// Why a matrix product of `lhs` and `rhs` has no result type, in the
+  /// terms of MatmulOp's shape inference.
+  static std::string explainMatmulShapes(const Operand &lhs,
+                                         const Operand &rhs);
 
   //===--------------------------------------------------------------------===//
   // Instances and parameters (Instances.cpp)
@@ -341,10 +377,26 @@ public:
   /// The size of `axis` of `tensor` as an `index` value.
   mlir::Value sizeOf(mlir::Value tensor, int64_t axis, mlir::Location loc);
 
+  /// Reports a shape error of an op being built, in place of the
+  /// dialect's own message.
+  using ShapeErrorReporter = llvm::function_ref<void()>;
+
+  /// Runs `infer` at `loc`; on failure reports through `report`, or the
+  /// dialect's message with the types of `operands` written as the language
+  /// writes them.
+  mlir::LogicalResult inferTypes(
+      mlir::Location loc, mlir::ValueRange operands,
+      llvm::function_ref<mlir::LogicalResult(std::optional<mlir::Location>)>
+          infer,
+      ShapeErrorReporter report);
+
   /// Creates an op whose result types are inferred, or reports the shape
-  /// error at `loc` and returns null.
+  /// error at `loc` and returns null: through `report` when given, else as
+  /// the dialect words it with its operands' types written as the language
+  /// writes them (f32[B, T, 192]).
   template <typename OpTy, typename... Args>
-  OpTy tryCreate(mlir::Location loc, Args &&...args) {
+  OpTy tryCreateReporting(mlir::Location loc, ShapeErrorReporter report,
+                          Args &&...args) {
     mlir::OperationState state(loc, OpTy::getOperationName());
     // A one-result op's builder asserts that it gets one result type: a
     // placeholder, replaced by the inferred types once the operands are in
@@ -354,13 +406,21 @@ public:
                 std::forward<Args>(args)...);
     state.types.clear();
     llvm::SmallVector<mlir::Type> types;
-    if (mlir::failed(OpTy::inferReturnTypes(
-            builder.getContext(), loc, state.operands,
-            state.attributes.getDictionary(builder.getContext()),
-            state.getRawProperties(), state.regions, types)))
+    auto infer = [&](std::optional<mlir::Location> at) {
+      return OpTy::inferReturnTypes(
+          builder.getContext(), at, state.operands,
+          state.attributes.getDictionary(builder.getContext()),
+          state.getRawProperties(), state.regions, types);
+    };
+    if (mlir::failed(inferTypes(loc, state.operands, infer, report)))
       return nullptr;
     state.addTypes(types);
     return mlir::cast<OpTy>(builder.create(state));
+  }
+
+  template <typename OpTy, typename... Args>
+  OpTy tryCreate(mlir::Location loc, Args &&...args) {
+    return tryCreateReporting<OpTy>(loc, nullptr, std::forward<Args>(args)...);
   }
 
   /// As tryCreate, for a one-result op: its result, or null.

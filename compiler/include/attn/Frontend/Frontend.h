@@ -19,6 +19,7 @@
 
 namespace attn {
 namespace ast {
+class Expr;
 class Program;
 } // namespace ast
 
@@ -36,6 +37,10 @@ std::unique_ptr<ast::Program> parseProgram(llvm::SourceMgr &sourceMgr,
 
 /// Prints the AST as an indented tree.
 void printAST(const ast::Program &program, llvm::raw_ostream &os);
+
+/// The source text of `expr` as a diagnostic quotes it: `x @ transpose(w)`,
+/// with parentheses only where precedence needs them.
+std::string printExpr(const ast::Expr &expr);
 
 } // namespace frontend
 } // namespace attn
