@@ -12,8 +12,9 @@ before its opening fence, which GitHub does not render:
                                    a ```tfm block is then checked as PATH
   <!-- doc-test: run -->            run a ```sh block with bash -e
   <!-- doc-test: output -->         every line of the block must appear, in
-                                   order, among the output lines of the last
-                                   block run; `...` in a line matches any text
+                                   order, among the lines the last block run
+                                   printed (standard output and error
+                                   together); `...` in a line matches any text
   <!-- doc-test: skip -->           not tested
 
 Other blocks are not tested. The blocks of one document run in order in one
@@ -188,12 +189,13 @@ class Runner:
             self.counts["run"] += 1
             try:
                 result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text],
-                                        cwd=workdir, env=self.env, capture_output=True,
-                                        text=True, errors="replace", timeout=RUN_TIMEOUT)
+                                        cwd=workdir, env=self.env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True,
+                                        errors="replace", timeout=RUN_TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.fail(block, f"the commands ran for more than {RUN_TIMEOUT} s")
                 return ""
-            output = result.stdout + result.stderr
+            output = result.stdout
             if result.returncode != 0:
                 self.fail(block, f"the commands failed with exit status {result.returncode}",
                           output)
