@@ -66,6 +66,16 @@ static void *symbol(const char *name, const char **missing) {
 
 int attn_dist_start(void) {
   const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+  const char *pmi = getenv("PMI_SIZE");
+  if (!size && pmi && atoi(pmi) > 1) {
+    /* MPICH's launchers: each process would train alone, all writing the
+     * same files. */
+    fprintf(stderr,
+            "error: started by an MPI launcher other than OpenMPI's mpirun "
+            "(PMI_SIZE=%s); data-parallel runs need OpenMPI's mpirun\n",
+            pmi);
+    return 1;
+  }
   if (job.active || !size || atoi(size) <= 1)
     return -1;
   /* RTLD_GLOBAL: OpenMPI's components, which it opens itself, resolve
