@@ -119,6 +119,25 @@ std::string mlirgen::describeType(RankedTensorType type) {
   return text;
 }
 
+std::string mlirgen::describeTensor(Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<StringAttr> names = getDimNames(tensor);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << describeElementType(type.getElementType()) << "[";
+  llvm::interleaveComma(llvm::seq<int64_t>(0, type.getRank()), os,
+                        [&](int64_t axis) {
+                          if (names[axis])
+                            os << names[axis].getValue();
+                          else if (type.isDynamicDim(axis))
+                            os << "?";
+                          else
+                            os << type.getDimSize(axis);
+                        });
+  os << "]";
+  return text;
+}
+
 std::string EvalValue::describe() const {
   switch (kind) {
   case Kind::Poison:

@@ -14,6 +14,7 @@
 #define ATTN_MLIRGEN_ELABORATOR_H
 
 #include "attn/Dialect/IR/AttnOps.h"
+#include "attn/Dialect/IR/DimNames.h"
 #include "attn/Frontend/AST.h"
 
 #include "mlir/IR/Builders.h"
@@ -157,10 +158,6 @@ mlir::Type getElementType(mlir::Builder &builder, ast::ElementType type);
 
 /// Prints a tensor type as the model language writes it: f32[?, ?, 192].
 std::string describeType(mlir::RankedTensorType type);
-/// The symbolic name of each dim of `tensor` (`B`, `T`), as the entry
-/// point's argument types name them and the ops from there to `tensor` keep
-/// them (DimNames.cpp); null where a dim has none. An `index` value has one.
-llvm::SmallVector<mlir::StringAttr> getDimNames(mlir::Value tensor);
 /// Prints the type of `tensor` as the model language writes it, its dims by
 /// name where getDimNames knows them: f32[B, T, 192].
 std::string describeTensor(mlir::Value tensor);

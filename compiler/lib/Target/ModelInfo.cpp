@@ -10,6 +10,7 @@
 
 #include "attn/EntryPoints/Passes.h"
 
+#include "attn/Dialect/IR/DimNames.h"
 #include "attn/Dialect/Transforms/EntryPoints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -355,8 +356,15 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
     need.dtype = ATTN_I64;
     entry.args.push_back(arena);
     entry.args.push_back(need);
-    for (Type type : func.getResultTypes()) {
-      FailureOr<TensorInfo> result = describe(func.getLoc(), type, "", {});
+    // A result's dims are named as the arguments' dims it keeps
+    // (forward's logits are [B, T, vocab] of tokens [B, T]).
+    Builder builder(func.getContext());
+    for (Value value : func.front().getTerminator()->getOperands()) {
+      SmallVector<Attribute> dims;
+      for (StringAttr name : getDimNames(value))
+        dims.push_back(name ? name : builder.getStringAttr(""));
+      FailureOr<TensorInfo> result = describe(
+          func.getLoc(), value.getType(), "", builder.getArrayAttr(dims));
       if (failed(result))
         return failure();
       entry.results.push_back(std::move(*result));

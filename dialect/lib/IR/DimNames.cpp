@@ -1,23 +1,24 @@
 //===- DimNames.cpp - The symbolic names of the dims of values ------------===//
 //
 // Which dims of a value are the symbolic sizes an entry point's arguments
-// name (`B`, `T` of `tokens: i32[B, T]`), read off the IR the elaborator
-// built: the names start at the `attn.dims` of the entry point's arguments
-// and follow each op that keeps a dim of an operand in its result. Errors
-// print shapes with them (f32[B, T, 192], not tensor<?x?x192xf32>), and the
-// entry points record their results' dims with them.
+// name (`B`, `T` of `tokens: i32[B, T]`): the names start at the
+// `attn.dims` of the arguments and follow each op that keeps a dim of an
+// operand in its result. The frontend's errors print shapes with them
+// (f32[B, T, 192], not tensor<?x?x192xf32>), and the model's metadata
+// names the dims of the entry points' results with them.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Elaborator.h"
+#include "attn/Dialect/IR/DimNames.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "attn/Dialect/IR/AttnOps.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace attn;
-using namespace attn::mlirgen;
 
 namespace {
 /// A value's dim names: one per dim of a tensor, a single one for an index.
@@ -160,8 +161,8 @@ private:
   /// The names an entry point's `attn.dims` gives its argument.
   Names argumentNames(BlockArgument arg) {
     Names names(rankOf(arg));
-    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    if (!func)
+    auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    if (!func || arg.getOwner() != &func.getFunctionBody().front())
       return names;
     auto dims =
         func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "attn.dims");
@@ -209,26 +210,7 @@ private:
 };
 } // namespace
 
-SmallVector<StringAttr> mlirgen::getDimNames(Value tensor) {
-  Names names = DimNameAnalysis().namesOf(tensor);
+SmallVector<StringAttr> attn::getDimNames(Value value) {
+  Names names = DimNameAnalysis().namesOf(value);
   return SmallVector<StringAttr>(names.begin(), names.end());
-}
-
-std::string mlirgen::describeTensor(Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  SmallVector<StringAttr> names = getDimNames(tensor);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << describeElementType(type.getElementType()) << "[";
-  llvm::interleaveComma(llvm::seq<int64_t>(0, type.getRank()), os,
-                        [&](int64_t axis) {
-                          if (names[axis])
-                            os << names[axis].getValue();
-                          else if (type.isDynamicDim(axis))
-                            os << "?";
-                          else
-                            os << type.getDimSize(axis);
-                        });
-  os << "]";
-  return text;
 }
