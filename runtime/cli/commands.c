@@ -92,27 +92,31 @@ static void print_count(int64_t n) {
   fputs(out, stdout);
 }
 
+/* Prints an initialiser as a model writes it, every argument by keyword:
+ * normal(std: 0.02, mean: 0). `attnc emit --stage params` prints the same
+ * (compiler/lib/MLIRGen/MLIRGen.cpp). */
 static void print_init(const attn_param_info *p) {
   const double *a = p->init_args;
+  int n = p->num_init_args;
   switch (p->init) {
   case ATTN_INIT_ZEROS: printf("zeros()"); return;
   case ATTN_INIT_ONES: printf("ones()"); return;
   case ATTN_INIT_NORMAL:
-    if (p->num_init_args == 1)
-      printf("normal(mean=0, std=%g)", a[0]);
-    else if (p->num_init_args == 2)
-      printf("normal(mean=%g, std=%g)", a[0], a[1]);
+    if (n == 2)
+      printf("normal(std: %g, mean: %g)", a[1], a[0]);
+    else if (n == 1) /* [std], the runtime's reading of a short list */
+      printf("normal(std: %g, mean: 0)", a[0]);
     else
       printf("normal(?)");
     return;
   case ATTN_INIT_UNIFORM:
-    if (p->num_init_args == 2)
-      printf("uniform(lo=%g, hi=%g)", a[0], a[1]);
+    if (n == 2)
+      printf("uniform(lo: %g, hi: %g)", a[0], a[1]);
     else
       printf("uniform(?)");
     return;
   case ATTN_INIT_XAVIER_UNIFORM:
-    printf("xavier_uniform(gain=%g)", p->num_init_args == 1 ? a[0] : 1.0);
+    printf("xavier_uniform(gain: %g)", n == 1 ? a[0] : 1.0);
     return;
   }
   printf("unknown(%d)", (int)p->init);

@@ -30,11 +30,15 @@ import numpy as np
 
 from compare_grads import load_safetensors
 
-PARAM_LINE = re.compile(r"^(\S+)  \[([0-9, ]+)\]  (\w+)(?:\(([^)]*)\))?$")
+PARAM_LINE = re.compile(r"^(\S+) +f32\[([0-9, ]+)\] +(\w+)\(([^)]*)\)$")
+# The arguments of each initialiser in the dialect's order (attn.param).
+INIT_ARGS = {"normal": ["mean", "std"], "uniform": ["lo", "hi"],
+             "xavier_uniform": ["gain"], "zeros": [], "ones": []}
 
 
 def read_params(path):
-    """The table's (name, shape, kind, args) rows."""
+    """The table's (name, shape, kind, args) rows; the initialisers are
+    written with keyword arguments, normal(std: 0.02, mean: 0)."""
     rows = []
     with open(path) as f:
         for line in f:
@@ -43,8 +47,10 @@ def read_params(path):
                 continue
             name, shape, kind, args = match.groups()
             shape = [int(d) for d in shape.split(",")]
-            args = [float(a) for a in args.split(",")] if args else []
-            rows.append((name, shape, kind, args))
+            keywords = dict((k.strip(), float(v)) for k, v in
+                            (a.split(":") for a in args.split(",") if a))
+            rows.append((name, shape, kind,
+                         [keywords[k] for k in INIT_ARGS[kind]]))
     return rows
 
 

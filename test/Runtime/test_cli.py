@@ -131,7 +131,7 @@ def test_info():
                    "forward(tokens: i32[B, T]) -> f32[B, T, 16]",
                    "stats(x: f32[N, 4], y: f32[N, 4]) -> (f32[N, 4], f32[])",
                    "embed_table() -> f32[64]",
-                   "embed.weight  f32[16, 4]  normal(mean=0, std=1)",
+                   "embed.weight  f32[16, 4]  normal(std: 1, mean: 0)",
                    "total: 1 tensor, 64 parameters"]:
         check(needle in out, f"info output has {needle!r}:\n{out}")
 
