@@ -14,7 +14,8 @@ before its opening fence, which GitHub does not render:
   <!-- doc-test: output -->         every line of the block must appear, in
                                    order, among the lines the last block run
                                    printed (standard output and error
-                                   together); `...` in a line matches any text
+                                   together); `...` in a line matches any
+                                   text, and runs of white space compare equal
   <!-- doc-test: skip -->           not tested
 
 Other blocks are not tested. The blocks of one document run in order in one
@@ -101,13 +102,20 @@ def parse_blocks(path):
     return blocks, errors
 
 
+def squeeze(line):
+    """`line` with its runs of white space made one space and none at its
+    ends, so that aligned columns compare equal however wide they are."""
+    return " ".join(line.split())
+
+
 def output_matches(expected, actual):
     """Whether every line of `expected` is a line of `actual`, in order; a
-    `...` in an expected line matches any text."""
-    actual_lines = [line.rstrip() for line in actual.split("\n")]
+    `...` in an expected line matches any text. White space is compared
+    squeezed. Returns the first expected line not found, or None."""
+    actual_lines = [squeeze(line) for line in actual.split("\n")]
     pos = 0
     for want in expected.rstrip("\n").split("\n"):
-        want = want.rstrip()
+        want = squeeze(want)
         pattern = re.compile(
             "^" + ".*".join(re.escape(part) for part in want.split("...")) + "$")
         while pos < len(actual_lines) and not pattern.match(actual_lines[pos]):
