@@ -38,7 +38,8 @@ typedef struct cli {
   const char *prog;    /* basename of argv[0] */
   const char *command;
   const attn_model_info *model;
-  const char *weights, *out, *fn, *prompt, *ids_out;
+  const char *weights, *out, *prompt, *ids_out;
+  const char *fn;         /* --entry NAME (or --fn NAME): the entry point */
   const char *tokenizer;  /* --tokenizer DIR: GPT-2's BPE instead of bytes */
   const char *text, *ids; /* tokenize's input */
   int ignore_extra;       /* -w: skip tensors the model does not have */

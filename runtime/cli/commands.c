@@ -421,10 +421,11 @@ int attn_cmd_forward(cli *c) {
     return EXIT_INPUT;
   if (uses_kv_cache(e) && strcmp(fn, ATTN_ENTRY_DECODE_STEP) == 0 &&
       attn_find_entry(m, ATTN_ENTRY_DECODE_PREFILL))
-    return usage_error(c, "--fn decode_step: an encoder-decoder's "
+    return usage_error(c, "--entry decode_step: an encoder-decoder's "
                           "decode_step continues from the memory an earlier "
                           "decode_prefill cached, and forward makes one "
-                          "call; use --fn decode_prefill or --fn decode");
+                          "call; use --entry decode_prefill or --entry "
+                          "decode");
   int32_t num_inputs = attn_entry_num_inputs(e);
   const char *files[MAX_INS + 1] = {0};
   int bound = bind_inputs(c, e, files);

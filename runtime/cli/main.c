@@ -74,7 +74,7 @@ static const cli_command_option FORWARD_OPTIONS[] = {
                        "(listed on standard error)"},
     {"--in", "binds argument ARG to a .npy file; one per\n"
              "argument (i64 files are accepted for i32)"},
-    {"--fn", "the entry point (default forward)"},
+    {"--entry", "the entry point (default forward)"},
     {"-o", "the output .npy (or prefix, see above)"},
     {NULL, NULL}};
 
@@ -104,7 +104,7 @@ static const cli_command_option GRAD_OPTIONS[] = {
     {"--ignore-extra", "skip the tensors of -w the model does not have\n"
                        "(listed on standard error)"},
     {"--in", "binds argument ARG of the loss fn to a .npy"},
-    {"--fn", "the loss fn (default: train { loss })"},
+    {"--entry", "the loss fn (default: train { loss })"},
     {"--seed", "dropout seed (default 0; the call's seed is\n"
                "attn_dropout_seed(N, 0))"},
     {"-o", "the gradients (safetensors)"},
@@ -154,7 +154,7 @@ static const cli_command_option EVAL_OPTIONS[] = {
     {"--format", "text, tokens, tagged or pairs"},
     {"--batch", "examples per call (default 16)"},
     {"--seq", "positions per example (as for train)"},
-    {"--fn", "the loss fn (default: train { loss })"},
+    {"--entry", "the loss fn (default: train { loss })"},
     {"--tokenizer", "text: GPT-2's tokenizer, as for train"},
     {NULL, NULL}};
 
@@ -176,7 +176,7 @@ static const cli_command COMMANDS[] = {
      "the same seed gives the same file on any number of threads.\n",
      INIT_OPTIONS, attn_cmd_init},
     {"forward", "run an entry point on .npy inputs",
-     "-w W.safetensors --in ARG=FILE.npy ... [--fn NAME] -o OUT.npy",
+     "-w W.safetensors --in ARG=FILE.npy ... [--entry NAME] -o OUT.npy",
      "Runs an entry point on .npy inputs and writes its results as .npy:\n"
      "to OUT for one result, to OUT.0.npy, OUT.1.npy, ... for several\n"
      "(a trailing .npy of OUT is moved after the index).\n",
@@ -192,7 +192,7 @@ static const cli_command COMMANDS[] = {
      "target it generates, from the --bos token.\n",
      GENERATE_OPTIONS, attn_cmd_generate},
     {"grad", "the loss and its gradient for every parameter",
-     "-w W.safetensors --in ARG=FILE.npy ... [--fn NAME] [--seed N]\n"
+     "-w W.safetensors --in ARG=FILE.npy ... [--entry NAME] [--seed N]\n"
      "              -o GRADS.safetensors",
      "Runs the gradient entry point NAME_grad of a loss fn on .npy inputs,\n"
      "prints the loss and writes d loss / d parameter for every parameter,\n"
@@ -209,7 +209,7 @@ static const cli_command COMMANDS[] = {
      "See docs/Training.md.\n",
      TRAIN_OPTIONS, attn_cmd_train},
     {"eval", "mean loss and perplexity on a data file",
-     "-w W.safetensors --data DATA [--batch B] [--seq T] [--fn NAME]",
+     "-w W.safetensors --data DATA [--batch B] [--seq T] [--entry NAME]",
      "Computes the mean loss per scored position (and its exp, the\n"
      "perplexity) of the loss fn over every example of DATA, without\n"
      "dropout.\n",

@@ -71,7 +71,7 @@ typedef struct option {
 static const option OPTIONS[] = {
     TEXT("-w", "FILE", weights),
     TEXT("-o", "FILE", out),
-    TEXT("--fn", "NAME", fn),
+    TEXT("--entry", "NAME", fn),
     TEXT("--prompt", "TEXT", prompt),
     TEXT("--ids-out", "FILE", ids_out),
     TEXT("--data", "FILE", data),
@@ -121,6 +121,29 @@ static const option OPTIONS[] = {
     HYPER_REAL("--d-model", "X", HYPER_OPT_D_MODEL, REAL_POSITIVE,
                "a number > 0"),
     {NULL, NULL, OPTION_TEXT, 0, 0, 0, 0, REAL_NONNEG, NULL}};
+
+/* Other names of options: --fn, the entry point's name in the executables
+ * before it took attnc's --entry, stays for the command lines written with
+ * it. */
+static const struct alias {
+  const char *alias, *name;
+} ALIASES[] = {{"--fn", "--entry"}, {NULL, NULL}};
+
+/* The option `name` is another name of, or `name`. */
+static const char *canonical_name(const char *name) {
+  for (const struct alias *a = ALIASES; a->alias; ++a)
+    if (strcmp(a->alias, name) == 0)
+      return a->name;
+  return name;
+}
+
+/* The other name of option `name`, or NULL. */
+static const char *alias_of(const char *name) {
+  for (const struct alias *a = ALIASES; a->alias; ++a)
+    if (strcmp(a->name, name) == 0)
+      return a->alias;
+  return NULL;
+}
 
 /* What every command takes besides its own options. */
 static const cli_command_option COMMON_OPTIONS[] = {
@@ -256,8 +279,9 @@ static void print_options(const cli_command_option *list) {
   int grouped = 0; /* options on the pending line of a group */
   for (; list->name; ++list) {
     const option *o = find_option(list->name);
-    snprintf(left, sizeof left, "%s%s%s", o->name, o->value[0] ? " " : "",
-             o->value);
+    const char *alias = alias_of(o->name);
+    snprintf(left, sizeof left, "%s%s%s%s%s", o->name, alias ? ", " : "",
+             alias ? alias : "", o->value[0] ? " " : "", o->value);
     if (!list->help) {
       printf("%s%s,", grouped ? " " : "  ", left);
       ++grouped;
@@ -307,8 +331,10 @@ int attn_cli_parse_options(cli *c, const cli_command *cmd, int argc,
       return attn_cli_usage_error(c, "unknown option '%s'", arg);
     memcpy(name, arg, len);
     name[len] = 0;
-    const option *o = find_option(name);
-    if (!o || !(lists(cmd->options, name) || lists(COMMON_OPTIONS, name)))
+    const char *canonical = canonical_name(name);
+    const option *o = find_option(canonical);
+    if (!o ||
+        !(lists(cmd->options, canonical) || lists(COMMON_OPTIONS, canonical)))
       return attn_cli_usage_error(c, "unknown option '%s' for '%s'", name,
                                   cmd->name);
     const char *value;

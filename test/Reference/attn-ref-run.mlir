@@ -1,12 +1,14 @@
-// Tests running functions from the command line: arguments by name, by
-// position and in order, integer files converted to the argument's type,
-// printed results, several results written to numbered files, f64 output,
-// and gradients by finite differences.
+// Tests running functions from the command line (--entry NAME, or its
+// other name --fn NAME): arguments by name, by position and in order,
+// integer files converted to the argument's type, printed results, several
+// results written to numbered files, f64 output, and gradients by finite
+// differences.
 
 // RUN: %python %S/Inputs/npy.py make %t.x.npy f4 2,3 1,2,3,4,5,6
 // RUN: %python %S/Inputs/npy.py make %t.ids.npy i8 2 2,0
 // RUN: %python %S/Inputs/npy.py safetensors %t.w.safetensors "emb.weight=3,2=1,2,3,4,5,6"
 
+// RUN: attn-ref %s --entry softmax --in arg0=%t.x.npy | FileCheck %s --check-prefix=PRINT
 // RUN: attn-ref %s --fn softmax --in arg0=%t.x.npy | FileCheck %s --check-prefix=PRINT
 // PRINT: result 0: tensor<2x3xf32>
 // PRINT-NEXT: {{\[\[}}0.09003057317, 0.2447284711, 0.6652409558], [0.09003057317, 0.2447284711, 0.6652409558]]

@@ -37,9 +37,17 @@ llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
                                      llvm::cl::desc("<attn IR file>"),
                                      llvm::cl::init("-"),
                                      llvm::cl::cat(category));
-llvm::cl::opt<std::string> function("fn", llvm::cl::desc("Function to run"),
+llvm::cl::opt<std::string> function("entry",
+                                    llvm::cl::desc("The entry point (function) "
+                                                   "to run"),
+                                    llvm::cl::value_desc("name"),
                                     llvm::cl::init(ATTN_ENTRY_FORWARD),
                                     llvm::cl::cat(category));
+// --fn, the name attn-ref and the executables took first, is accepted for
+// --entry, the one name attnc, the executables and attn-ref share.
+llvm::cl::alias functionFnAlias("fn", llvm::cl::desc("Alias for --entry"),
+                                llvm::cl::aliasopt(function),
+                                llvm::cl::cat(category));
 llvm::cl::opt<std::string> weights("w",
                                    llvm::cl::desc("Parameters (safetensors)"),
                                    llvm::cl::value_desc("file"),
@@ -360,6 +368,9 @@ int fillTrainingArguments(ModuleOp module, func::FuncOp fn,
                     kExitUsage);
       args[i] = Tensor::scalar(
           DType::I64, static_cast<double>(static_cast<int64_t>(seed)));
+    } else if (fn.getArgAttr(i, "attn.dropout_row")) {
+      // The call is the whole batch: its rows are rows 0 to B - 1.
+      args[i] = Tensor::scalar(DType::I64, 0);
     } else if (fn.getArgAttr(i, "attn.hyper")) {
       FailureOr<Tensor> vector = hyperVector(module, hyper);
       if (failed(vector))
@@ -475,7 +486,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "attn-ref: runs attn IR with the reference evaluator (double "
       "precision, no lowering)\n\n"
-      "  attn-ref MODEL.mlir --fn forward -w W.safetensors \\\n"
+      "  attn-ref MODEL.mlir --entry forward -w W.safetensors \\\n"
       "           --in tokens=tokens.npy -o logits.npy\n");
 
   DialectRegistry registry;

@@ -106,8 +106,14 @@ cl::opt<std::string> weightsOption(
 cl::list<std::string> entryOption(
     "entry",
     cl::desc("Generate only these entry points and those they call "
-             "(default: all), e.g. --entry forward,prefill,decode_step"),
+             "(default: all), e.g. --entry forward,prefill,decode_step "
+             "(--fn is its other name; the executables and attn-ref choose "
+             "their entry point with --entry too)"),
     cl::value_desc("a,b"), cl::CommaSeparated, cl::cat(attncCategory));
+// --fn, the name the executables and attn-ref took first, is accepted for
+// --entry everywhere.
+cl::alias entryFnAlias("fn", cl::desc("Alias for --entry"),
+                       cl::aliasopt(entryOption), cl::cat(attncCategory));
 cl::opt<bool> printIRAfterAll("print-ir-after-all",
                               cl::desc("Print the IR after every pass "
                                        "(to standard error)"),
