@@ -150,6 +150,9 @@ private:
                 return of(other->getOperand(0));
               return unnamed;
             });
+    // Names that do not fit the value's rank name nothing.
+    if (names.size() != unnamed.size())
+      return unnamed;
     // A static dim is its size; a name only ever stands for a dynamic one.
     if (auto type = dyn_cast<RankedTensorType>(value.getType()))
       for (auto [axis, name] : llvm::enumerate(names))
