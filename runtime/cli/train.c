@@ -1045,6 +1045,8 @@ static int prepare_steps(train_run *r) {
     (void)attn_ctx_reserve_arena(r->ctx, fixed + (batch - 1) * per);
   if (c->resume && r->rank == 0)
     log_read(&r->log, r->step0);
+  /* This process's rows start at row rank * B of the global batch. */
+  attn_ctx_set_dropout_row(r->ctx, (int64_t)r->rank * r->local_batch);
   return -1;
 }
 
@@ -1101,15 +1103,16 @@ static int train_one_step(train_run *r, int64_t step, double *loss,
 
 /*===- Data-parallel steps ------------------------------------------------===*/
 
-/* The dropout seed of a process's call at `step`. Rank 0 draws the masks a
- * single process does for the first rows of the global batch; another
- * rank's rows get masks of their own (a different seed), not those the same
- * rows would get in one process: the compiled stream numbers elements
- * within a call (abi.h), and a call cannot be told where its rows start
- * (docs/Training.md, Data-parallel training). */
+/* The dropout seed of a process's call at `step`: one process's, since
+ * `<loss>_grad` is told which rows of the global batch the call has
+ * (ATTN_ARG_DROPOUT_ROW, set in prepare_steps) and draws their masks. A
+ * gradient entry point without that argument (hand-written IR) cannot be
+ * told; its processes other than rank 0 then draw masks of their own. */
 static uint64_t dp_dropout_seed(const train_run *r, int64_t step) {
   uint64_t seed = attn_dropout_seed(r->s.seed, (uint64_t)step);
-  return r->rank == 0 ? seed : attn_splitmix64(seed + (uint64_t)r->rank);
+  if (r->rank == 0 || has_arg(r->grad_e, ATTN_ARG_DROPOUT_ROW))
+    return seed;
+  return attn_splitmix64(seed + (uint64_t)r->rank);
 }
 
 /* This process's rows through `<loss>_grad`: the loss (NaN when the entry

@@ -79,6 +79,7 @@ static attn_status check_tensor_info(const attn_model_info *m,
          (!t->shape || t->shape[0] < 0 || t->shape[0] == ATTN_HYPER_COUNT);
     break;
   case ATTN_ARG_SEED:
+  case ATTN_ARG_DROPOUT_ROW:
   case ATTN_ARG_ARENA_NEED:
     ok = t->rank == 0 && t->dtype == ATTN_I64;
     break;
@@ -367,6 +368,10 @@ attn_status attn_ctx_set_step(attn_ctx *ctx, int64_t step) {
                                         (long long)step));
   ctx->step = step;
   return ATTN_OK;
+}
+
+void attn_ctx_set_dropout_row(attn_ctx *ctx, int64_t row) {
+  ctx->dropout_row = row;
 }
 
 void attn_ctx_set_seed(attn_ctx *ctx, uint64_t seed) {

@@ -35,7 +35,7 @@ struct attn_device_state {
   attn_mirror params, grads, first_moment, second_moment, kv_cache;
   void *arena;
   int64_t arena_bytes;
-  void *hyper, *seed;
+  void *hyper, *seed, *dropout_row;
 };
 
 attn_status attn_device_create(attn_ctx *ctx) {
@@ -52,6 +52,8 @@ attn_status attn_device_create(attn_ctx *ctx) {
   st = attn_cuda_alloc(&ctx->device->hyper, sizeof ctx->hyper);
   if (!st)
     st = attn_cuda_alloc(&ctx->device->seed, sizeof ctx->seed);
+  if (!st)
+    st = attn_cuda_alloc(&ctx->device->dropout_row, sizeof ctx->dropout_row);
   return st;
 }
 
@@ -71,6 +73,7 @@ void attn_device_destroy(attn_ctx *ctx) {
   attn_cuda_free(d->arena);
   attn_cuda_free(d->hyper);
   attn_cuda_free(d->seed);
+  attn_cuda_free(d->dropout_row);
   free(d);
   ctx->device = NULL;
 }
@@ -160,10 +163,14 @@ attn_status attn_device_arg(attn_ctx *ctx, const attn_entry_info *e,
     *data = m->device;
     return ATTN_OK;
   }
-  if (kind == ATTN_ARG_HYPER || kind == ATTN_ARG_SEED) {
-    void *dev = kind == ATTN_ARG_HYPER ? d->hyper : d->seed;
-    const void *src = kind == ATTN_ARG_HYPER ? (const void *)ctx->hyper
-                                             : (const void *)&ctx->seed;
+  if (kind == ATTN_ARG_HYPER || kind == ATTN_ARG_SEED ||
+      kind == ATTN_ARG_DROPOUT_ROW) {
+    void *dev = kind == ATTN_ARG_HYPER  ? d->hyper
+                : kind == ATTN_ARG_SEED ? d->seed
+                                        : d->dropout_row;
+    const void *src = kind == ATTN_ARG_HYPER  ? (const void *)ctx->hyper
+                      : kind == ATTN_ARG_SEED ? (const void *)&ctx->seed
+                                              : (const void *)&ctx->dropout_row;
     *data = dev;
     return attn_cuda_upload(dev, src, bytes);
   }

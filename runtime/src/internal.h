@@ -161,6 +161,7 @@ struct attn_ctx {
   int hyper_set;
   int64_t step;
   int64_t seed;
+  int64_t dropout_row; /* what ATTN_ARG_DROPOUT_ROW gets; 0 by default */
   /* The activation arena (ATTN_ARG_ARENA) of arena_bytes bytes, from the
    * allocator, and what the last call needed (ATTN_ARG_ARENA_NEED). */
   void *arena;

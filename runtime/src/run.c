@@ -471,6 +471,10 @@ static call_arg host_arg(attn_ctx *ctx, const attn_tensor_info *info,
     arg.data = &ctx->seed;
     arg.rank = 0;
     break;
+  case ATTN_ARG_DROPOUT_ROW:
+    arg.data = &ctx->dropout_row;
+    arg.rank = 0;
+    break;
   case ATTN_ARG_ARENA:
     arg.data = ctx->arena;
     arg.size = ctx->arena_bytes;
@@ -514,7 +518,10 @@ static attn_status device_arg(attn_ctx *ctx, const attn_entry_info *e,
     return st;
   }
   default: {
-    size_t elem = info->kind == ATTN_ARG_SEED ? sizeof(int64_t) : sizeof(float);
+    size_t elem = info->kind == ATTN_ARG_SEED ||
+                          info->kind == ATTN_ARG_DROPOUT_ROW
+                      ? sizeof(int64_t)
+                      : sizeof(float);
     size_t bytes = (size_t)(arg->rank ? arg->size : 1) * elem;
     return attn_device_arg(ctx, e, info->kind, bytes, &arg->data);
   }

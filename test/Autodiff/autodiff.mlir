@@ -9,7 +9,7 @@
 // CHECK-NOT: seed
 // CHECK: return
 // CHECK-LABEL: func.func @loss_grad
-// CHECK-SAME: (%[[SEED:.*]]: tensor<i64> {attn.seed}) -> tensor<f32>
+// CHECK-SAME: (%[[SEED:[^:]*]]: tensor<i64> {attn.seed}, %{{[^:]*}}: tensor<i64> {attn.dropout_row}) -> tensor<f32>
 // CHECK: %[[X:.*]] = attn.get_param @x
 // CHECK: %[[D0:.*]] = attn.dropout %[[X]] rate 5.000000e-01 seed %[[SEED]] stream 0
 // CHECK: %[[T:.*]] = attn.tanh %[[D0]]
@@ -39,9 +39,10 @@ module {
 
 // -----
 
-// Tests train_step: the loss's arguments then the hyperparameters and the
-// seed; first a call of loss_grad with the loss's arguments and the seed
-// (it stores the gradients), then the norm of the stored gradients;
+// Tests train_step: the loss's arguments then the hyperparameters, the
+// seed and the dropout row; first a call of loss_grad with the loss's
+// arguments, the seed and the row (it stores the gradients), then the norm
+// of the stored gradients;
 // clipping; the value and moments read before any write of them, one
 // adam_update (decoupled for adamw) with the hyperparameters taken from
 // attn_hyper_index's slots, and the three writes; the loss and the norm
@@ -53,8 +54,8 @@ module {
 // CHECK: %[[DW:.*]] = attn.concat %[[CE]], %{{.*}} axis 0
 // CHECK: attn.set_param @w grad, %[[DW]]
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: (%[[T:.*]]: tensor<2xi32> {attn.name = "t"}, %[[H:.*]]: tensor<7xf32> {attn.hyper}, %[[SEED:.*]]: tensor<i64> {attn.seed}) -> (tensor<f32>, tensor<f32>)
-// CHECK-NEXT: %[[L:.*]] = call @loss_grad(%[[T]], %[[SEED]]) : (tensor<2xi32>, tensor<i64>) -> tensor<f32>
+// CHECK-SAME: (%[[T:[^:]*]]: tensor<2xi32> {attn.name = "t"}, %[[H:[^:]*]]: tensor<7xf32> {attn.hyper}, %[[SEED:[^:]*]]: tensor<i64> {attn.seed}, %[[ROW:[^:]*]]: tensor<i64> {attn.dropout_row}) -> (tensor<f32>, tensor<f32>)
+// CHECK-NEXT: %[[L:.*]] = call @loss_grad(%[[T]], %[[SEED]], %[[ROW]]) : (tensor<2xi32>, tensor<i64>, tensor<i64>) -> tensor<f32>
 // CHECK-NEXT: %[[GW:.*]] = attn.get_param_buffer grad : tensor<32xf32>
 // CHECK-NEXT: %[[N:.*]] = attn.global_norm %[[GW]] :
 // CHECK-NOT: attn.cross_entropy
@@ -188,7 +189,7 @@ module {
 // differentiated (gradients need no optimizer), and no train_step is built.
 // CHECK-LABEL: func.func @loss(
 // CHECK-LABEL: func.func @loss_grad
-// CHECK-SAME: (%{{.*}}: tensor<4xf32> {attn.name = "x"}, %{{.*}}: tensor<i64> {attn.seed}) -> tensor<f32>
+// CHECK-SAME: (%{{.*}}: tensor<4xf32> {attn.name = "x"}, %{{.*}}: tensor<i64> {attn.seed}, %{{.*}}: tensor<i64> {attn.dropout_row}) -> tensor<f32>
 // CHECK: attn.set_param @w grad
 // CHECK-NOT: train_step
 module {

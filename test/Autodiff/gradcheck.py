@@ -84,7 +84,8 @@ def function_args(module, fn):
             "name": name.group(1) if name else None,
             "dims": [d.strip().strip('"') for d in dims.group(1).split(",")]
                     if dims else None,
-            "special": "attn.seed" in attrs or "attn.hyper" in attrs,
+            "special": "attn.seed" in attrs or "attn.hyper" in attrs or
+                       "attn.dropout_row" in attrs,
         })
     return args
 

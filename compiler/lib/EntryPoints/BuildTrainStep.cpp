@@ -99,15 +99,24 @@ void buildTrainStep(ModuleOp module, TrainOp train, func::FuncOp grad,
   auto hyperType =
       RankedTensorType::get({ATTN_HYPER_COUNT}, Float32Type::get(context));
   auto seedType = RankedTensorType::get({}, IntegerType::get(context, 64));
-  unsigned numArgs = grad.getNumArguments() - 1;
+  // The gradient's arguments: the loss's, the seed, and (attn-autodiff's)
+  // the dropout row, which train_step takes and passes on (entry points
+  // call each other with their own arguments only).
+  bool hasRow = static_cast<bool>(entry::dropoutRowArgument(grad));
+  unsigned numArgs = grad.getNumArguments() - (hasRow ? 2 : 1);
+  SmallVector<std::pair<Type, StringRef>> extra = {{hyperType, "attn.hyper"},
+                                                  {seedType, "attn.seed"}};
+  if (hasRow)
+    extra.push_back({seedType, entry::kDropoutRowAttr});
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  func::FuncOp step = entry::create(
-      b, grad, numArgs, entry::kTrainStep,
-      {{hyperType, "attn.hyper"}, {seedType, "attn.seed"}}, {f32, f32});
+  func::FuncOp step =
+      entry::create(b, grad, numArgs, entry::kTrainStep, extra, {f32, f32});
   Block &block = step.getBody().front();
   b.setInsertionPointToEnd(&block);
   SmallVector<Value> callArgs(block.getArguments().take_front(numArgs));
   callArgs.push_back(block.getArgument(numArgs + 1));
+  if (hasRow)
+    callArgs.push_back(block.getArgument(numArgs + 2));
   Value loss =
       func::CallOp::create(b, grad.getLoc(), grad, callArgs).getResult(0);
   Location loc = train.getLoc();

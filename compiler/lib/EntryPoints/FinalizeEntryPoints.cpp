@@ -67,6 +67,8 @@ struct AttnFinalizeEntryPointsPass
         for (int buffer = 0; buffer < kNumParamBuffers; ++buffer)
           func.removeArgAttr(
               i, paramBufferArgAttr(static_cast<ParamBuffer>(buffer)));
+        // attn.dropout_row stays for convert-attn-to-linalg, whose dropout
+        // lowering reads the argument it marks, and which removes it.
         for (llvm::StringRef name : {"attn.hyper", "attn.seed", "attn.dims",
                                      "attn.name", "attn.kv_cache",
                                      "attn.kv_state"})

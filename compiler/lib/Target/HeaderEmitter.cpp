@@ -47,6 +47,8 @@ static const char *trainingUse(attn_arg_kind kind) {
     return "reads the hyperparameters";
   case ATTN_ARG_SEED:
     return "draws dropout masks from the seed of the step";
+  case ATTN_ARG_DROPOUT_ROW:
+    return "draws the dropout masks of rows of a larger batch";
   default:
     return nullptr;
   }

@@ -294,8 +294,11 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
       auto name = func.getArgAttrOfType<StringAttr>(i, "attn.name");
       bool hyper = func.getArgAttr(i, "attn.hyper") != nullptr;
       bool seed = func.getArgAttr(i, "attn.seed") != nullptr;
-      std::string fallback =
-          hyper ? "hyper" : seed ? "seed" : "arg" + std::to_string(i);
+      bool row = func.getArgAttr(i, entry::kDropoutRowAttr) != nullptr;
+      std::string fallback = hyper  ? "hyper"
+                             : seed ? "seed"
+                             : row  ? "dropout_row"
+                                    : "arg" + std::to_string(i);
       Type type = func.getArgumentTypes()[i];
       FailureOr<TensorInfo> arg =
           describe(func.getLoc(), type,
@@ -314,13 +317,14 @@ FailureOr<ModelInfo> collectModelInfo(ModuleOp module) {
                  << "' must be tensor<" << ATTN_HYPER_COUNT << "xf32>, not "
                  << type;
         arg->kind = ATTN_ARG_HYPER;
-      } else if (seed) {
+      } else if (seed || row) {
         auto t = cast<RankedTensorType>(type);
         if (t.getRank() != 0 || !t.getElementType().isInteger(64))
           return emitError(func.getLoc())
-                 << "the dropout seed argument of '" << entry.name
+                 << "the dropout " << (seed ? "seed" : "row")
+                 << " argument of '" << entry.name
                  << "' must be tensor<i64>, not " << type;
-        arg->kind = ATTN_ARG_SEED;
+        arg->kind = seed ? ATTN_ARG_SEED : ATTN_ARG_DROPOUT_ROW;
       }
       entry.args.push_back(std::move(*arg));
     }

@@ -188,8 +188,10 @@ FailureOr<func::FuncOp> getLoss(ModuleOp module, TrainOp &train) {
   return loss;
 }
 
-/// `@<loss>_grad(<loss's arguments>, %seed {attn.seed}) -> tensor<f32>`
-/// holding the loss inlined with every dropout seeded, marked as a primal:
+/// `@<loss>_grad(<loss's arguments>, %seed {attn.seed}, %row
+/// {attn.dropout_row}) -> tensor<f32>` holding the loss inlined with every
+/// dropout seeded (the row, entry::kDropoutRowAttr, is read where dropout is
+/// lowered), marked as a primal:
 /// what attn-autodiff differentiates. An existing primal is returned as it
 /// is; null when the module has no loss to differentiate, or defines both
 /// training entry points itself (hand-written attn IR keeps its own).
@@ -211,8 +213,10 @@ FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   unsigned numArgs = loss->getNumArguments();
   func::FuncOp primal =
-      entry::create(b, *loss, numArgs, name, {{seedType(context), "attn.seed"}},
-                  {scalarF32(context)});
+      entry::create(b, *loss, numArgs, name,
+                    {{seedType(context), "attn.seed"},
+                     {seedType(context), entry::kDropoutRowAttr}},
+                    {scalarF32(context)});
   primal->setAttr(kPrimalAttr, b.getUnitAttr());
   Block &block = primal.getBody().front();
   b.setInsertionPointToEnd(&block);

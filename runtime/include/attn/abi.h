@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 7
+#define ATTN_ABI_VERSION 8
 
 /* The entry points the runtime looks up by name, one per role. Any other
  * `fn` of a model is an entry point too, run by name (`forward --fn`). */
@@ -145,7 +145,14 @@ typedef enum attn_arg_kind {
    * attn_weight_format): rank-1 memrefs the runtime fills from the
    * parameters, laid out by the params' weight_offset and scale_offset. */
   ATTN_ARG_WEIGHTS = 11,      /* num_weight_elements, dtype BF16 or I8 */
-  ATTN_ARG_WEIGHT_SCALES = 12 /* num_scale_elements f32 (INT8 only) */
+  ATTN_ARG_WEIGHT_SCALES = 12, /* num_scale_elements f32 (INT8 only) */
+  /* Beside ATTN_ARG_SEED in `<loss>_grad` (ABI 8): a rank-0 i64 memref, the
+   * row of a larger batch that the call's first row is. Dropout draws the
+   * masks of row b of the call as those of row b + this row (see the
+   * stream below), so that processes each given some rows of one batch
+   * draw what one process given the whole batch draws (data-parallel
+   * `train`). 0 in a call of the whole batch. */
+  ATTN_ARG_DROPOUT_ROW = 13
 } attn_arg_kind;
 
 /* The run-time hyperparameters of train_step (ATTN_ARG_HYPER), so that the
@@ -268,8 +275,11 @@ typedef struct attn_model_info {
  * (attn_dropout_bits(seed, stream, index) >> 40) >= (uint64_t)(rate * 2^24),
  * and then scaled by 1 / (1 - rate). For attention
  * dropout the index runs over the [B, H, T, S] probabilities. The seed of a
- * call is attn_dropout_seed(user seed, step). The compiler builds the same
- * hash from the constants below. */
+ * call is attn_dropout_seed(user seed, step). With an ATTN_ARG_DROPOUT_ROW
+ * argument r, the index is that of the element in a batch with r more rows
+ * before the call's: index + r * (the elements of one row: T * d for a
+ * [B, T, d] dropout, H * T * S for attention). The compiler builds the
+ * same hash from the constants below. */
 #define ATTN_DROPOUT_STREAM_STEP 0x9E3779B97F4A7C15ull /* per stream + 1 */
 #define ATTN_DROPOUT_INDEX_STEP 0xD1B54A32D192ED03ull  /* per element */
 #define ATTN_SPLITMIX_SHIFT1 30

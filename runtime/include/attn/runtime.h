@@ -493,6 +493,14 @@ attn_status attn_ctx_set_step(attn_ctx *ctx, int64_t step);
  * from. */
 void attn_ctx_set_seed(attn_ctx *ctx, uint64_t seed);
 
+/* Sets what the next calls pass as an ATTN_ARG_DROPOUT_ROW argument (0
+ * when the context is created): the row of a larger batch that the first
+ * row of the call's batch is, so that the call draws that batch's dropout
+ * masks for its rows (abi.h). A process computing rows r * B to r * B +
+ * B - 1 of a global batch sets r * B, and with the same seed draws the
+ * masks one process computing the whole batch draws. */
+void attn_ctx_set_dropout_row(attn_ctx *ctx, int64_t row);
+
 /* The learning rate of step `step` (t, counted from 1) under the schedule
  * of `t` (abi.h, attn_schedule_kind), computed in double:
  *   constant:     lr

@@ -1,14 +1,17 @@
 """Data-parallel training under mpirun gives what one process gives.
 
   check_data_parallel.py --exe CHAR_GPT --mpirun "MPIRUN ARGS" --data DATA_DIR
-                         --dir SCRATCH [--dropout]
+                         --dir SCRATCH
 
-The model is the reduced char_gpt (test/Integration/Inputs/char_gpt.tfm);
-every process runs one thread, so two processes fit CI's two cores.
+The model is the reduced char_gpt (test/Integration/Inputs/char_gpt.tfm),
+dropout 0.1 on; every process runs one thread, so two processes fit CI's
+two cores.
 
 1. Same run: 20 steps of `mpirun -np 2 train --batch 4` against one process
    with `--batch 8`, same seed: the global batch of a step is the one the
-   single process draws, rank r taking rows 4r to 4r + 3. The loss of every
+   single process draws, rank r taking rows 4r to 4r + 3, and each rank's
+   dropout masks are those of its rows in the single process (`<loss>_grad`
+   is told its first row, ATTN_ARG_DROPOUT_ROW). The loss of every
    step agrees to 1e-5 relative, the gradient norm too, and so does every
    trained tensor (the norm of the difference over the norm of the tensor),
    with one exception the test states: the key third of each attention's
@@ -19,8 +22,6 @@ every process runs one thread, so two processes fit CI's two cores.
    on the order of the sums, so the two runs move those weights by
    unrelated steps of at most about lr each. They are checked against
    that bound instead (20 steps x the largest lr, twice).
-   With --dropout the model has dropout 0.1 and the masks must be the
-   single process's too; without it, the test's copy has dropout 0.
 2. The checkpoint records the global batch (8) and either run's
    checkpoint resumes under the other N: 10 steps under -np 2 resumed to
    20 by one process (no --batch: the global batch), and 10 steps by one
@@ -140,10 +141,10 @@ def main():
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--data", required=True)
     ap.add_argument("--dir", required=True)
-    ap.add_argument("--dropout", action="store_true")
     args = ap.parse_args()
     exe = os.path.abspath(args.exe)
     d = os.path.abspath(args.dir)
+    args.data = os.path.abspath(args.data)
     train_txt = os.path.join(args.data, "kjv-train.txt")
     valid_txt = os.path.join(args.data, "kjv-valid.txt")
     mpirun = shlex.split(args.mpirun)

@@ -11,7 +11,9 @@
 #include "EvaluatorInternals.h"
 
 #include "attn/Dialect/IR/AttnOps.h"
+#include "attn/Dialect/Transforms/EntryPoints.h"
 #include "attn/Reference/Kernels.h"
+#include "attn/abi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -528,6 +530,13 @@ static std::optional<LogicalResult> evaluateTrainingOp(OpEval &e) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
+/// The probabilities of one batch row of attention: H * T * S.
+static int64_t attentionRowElements(const Tensor &q, const Tensor &k) {
+  if (q.getShape().size() != 4 || k.getShape().size() != 4)
+    return 0;
+  return q.getShape()[1] * q.getShape()[2] * k.getShape()[2];
+}
+
 uint64_t Evaluator::seedOf(Value seed, const Frame &frame) const {
   // An attn.seed argument is the exact seed of the options when there is
   // one; anything else is the integer its tensor holds.
@@ -539,13 +548,28 @@ uint64_t Evaluator::seedOf(Value seed, const Frame &frame) const {
   return static_cast<uint64_t>(static_cast<int64_t>(frame.get(seed)[0]));
 }
 
-void Evaluator::setAttentionDropout(AttentionOptions &attention, APFloat rate,
-                                    Value seed, std::optional<uint64_t> stream,
+uint64_t Evaluator::dropoutSeedOf(Operation *op, Value seed,
+                                  int64_t rowElements,
+                                  const Frame &frame) const {
+  uint64_t value = seedOf(seed, frame);
+  BlockArgument row =
+      entry::dropoutRowArgument(op->getParentOfType<func::FuncOp>());
+  if (!row)
+    return value;
+  auto first = static_cast<uint64_t>(static_cast<int64_t>(frame.get(row)[0]));
+  return value + ATTN_DROPOUT_INDEX_STEP * first *
+                     static_cast<uint64_t>(rowElements);
+}
+
+void Evaluator::setAttentionDropout(AttentionOptions &attention,
+                                    Operation *op, int64_t rowElements,
+                                    APFloat rate, Value seed,
+                                    std::optional<uint64_t> stream,
                                     const Frame &frame) const {
   if (!seed || rate.isZero())
     return;
   attention.dropout = toDouble(rate);
-  attention.seed = seedOf(seed, frame);
+  attention.seed = dropoutSeedOf(op, seed, rowElements, frame);
   attention.stream = stream.value_or(0);
 }
 
@@ -554,11 +578,17 @@ std::optional<LogicalResult> Evaluator::evaluateRandomOp(Operation *op,
   OpEval e{op, frame};
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](DropoutOp dropout) -> LogicalResult {
-        if (dropout.getSeed() && !dropout.getRate().isZero())
+        if (dropout.getSeed() && !dropout.getRate().isZero()) {
+          const Tensor &input = e.in(dropout.getInput());
+          // A batch row is everything after the first dim.
+          int64_t rowElements =
+              getNumElements(input.getShape().drop_front(
+                  input.getShape().empty() ? 0 : 1));
           return e.result(reference::dropout(
-              e.in(dropout.getInput()), toDouble(dropout.getRate()),
-              seedOf(dropout.getSeed(), frame),
+              input, toDouble(dropout.getRate()),
+              dropoutSeedOf(op, dropout.getSeed(), rowElements, frame),
               static_cast<uint64_t>(dropout.getStream().value_or(0))));
+        }
         if (options.training && !dropout.getRate().isZero())
           return opError(op) << "draws a random mask in training mode "
                                 "without a seed";
@@ -572,10 +602,11 @@ std::optional<LogicalResult> Evaluator::evaluateRandomOp(Operation *op,
         AttentionOptions attention =
             attentionOptions(sdpaOp.getMask(), sdpaOp.getScale(),
                              e.optional(sdpaOp.getKeyPadding()));
-        setAttentionDropout(attention, sdpaOp.getDropout(), sdpaOp.getSeed(),
-                            sdpaOp.getStream(), frame);
         const Tensor &q = e.in(sdpaOp.getQuery()), &k = e.in(sdpaOp.getKey()),
                      &v = e.in(sdpaOp.getValue());
+        setAttentionDropout(attention, op, attentionRowElements(q, k),
+                            sdpaOp.getDropout(), sdpaOp.getSeed(),
+                            sdpaOp.getStream(), frame);
         if (Value logsumexp = sdpaOp.getLogsumexp())
           if (failed(e.store(logsumexp, sdpaLogsumexp(q, k, v, attention))))
             return failure();
@@ -589,8 +620,10 @@ std::optional<LogicalResult> Evaluator::evaluateRandomOp(Operation *op,
         AttentionOptions attention =
             attentionOptions(grad.getMask(), grad.getScale(),
                              e.optional(grad.getKeyPadding()));
-        setAttentionDropout(attention, grad.getDropout(), grad.getSeed(),
-                            grad.getStream(), frame);
+        setAttentionDropout(
+            attention, op,
+            attentionRowElements(e.in(grad.getQuery()), e.in(grad.getKey())),
+            grad.getDropout(), grad.getSeed(), grad.getStream(), frame);
         // A `logsumexp` operand is not read: the reference recomputes each
         // query's probabilities, so that compiled code given a wrong one
         // differs from it.

@@ -36,8 +36,9 @@ def AttnBuildTrainStep : Pass<"attn-build-train-step", "::mlir::ModuleOp"> {
     ...` op and `@F_grad`, the pass adds
 
     - `@train_step(<F's arguments>, %hyper: tensor<7xf32> {attn.hyper},
-      %seed: tensor<i64> {attn.seed}) -> (tensor<f32>, tensor<f32>)`: a call
-      of `@F_grad` (which stores the gradients), the global norm of the
+      %seed: tensor<i64> {attn.seed}) -> (tensor<f32>, tensor<f32>)`, and
+      `%row: tensor<i64> {attn.dropout_row}` last when `@F_grad` has it: a
+      call of `@F_grad` (which stores the gradients), the global norm of the
       gradients, clipping by `hyper[ATTN_HYPER_CLIP_NORM]` as
       `torch.nn.utils.clip_grad_norm_` (off when it is 0), and an
       `attn.adam_update` (`decoupled` for `adamw`) whose new values and

@@ -236,9 +236,12 @@ TiledSdpa TiledSdpa::create(OpBuilder &b, Location loc, SdpaOp op,
   // the values are dropped and rescaled; the softmax's normaliser is not.
   s.rate = op.getDropout().convertToDouble();
   if (adaptor.getSeed() && s.rate > 0) {
-    Value seed =
-        tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
-    s.dropoutBase = dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
+    // The seed of the rows of [B, H, T, S] probabilities the call has.
+    Value rowElements = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, s.heads, s.queries), s.keys);
+    Value seed = dropoutSeed(b, loc, op, adaptor.getSeed(), rowElements);
+    s.dropoutBase =
+        dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
   }
 
   SmallVector<OpFoldResult> outSizes = {s.batches, s.heads, s.queries,

@@ -213,9 +213,12 @@ TiledSdpaGrad TiledSdpaGrad::create(OpBuilder &b, Location loc, SdpaGradOp op,
   s.zeroF = floatConstant(b, loc, s.element, 0);
   s.rate = op.getDropout().convertToDouble();
   if (adaptor.getSeed() && s.rate > 0) {
-    Value seed =
-        tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
-    s.dropoutBase = dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
+    // The seed of the rows of [B, H, T, S] probabilities the call has.
+    Value rowElements = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, s.heads, s.queries), s.keys);
+    Value seed = dropoutSeed(b, loc, op, adaptor.getSeed(), rowElements);
+    s.dropoutBase =
+        dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
   }
   s.rowType = RankedTensorType::get({ShapedType::kDynamic}, s.element);
   s.blockType = RankedTensorType::get(

@@ -106,8 +106,10 @@ struct AttentionParts {
                              dimOf(b, loc, p.q, 3));
     p.rate = op.getDropout().convertToDouble();
     if (adaptor.getSeed() && p.rate > 0) {
-      Value seed =
-          tensor::ExtractOp::create(b, loc, adaptor.getSeed(), ValueRange{});
+      // The seed of the rows of [B, H, T, S] probabilities the call has.
+      Value rowElements = arith::MulIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, p.heads, p.queries), p.keys);
+      Value seed = dropoutSeed(b, loc, op, adaptor.getSeed(), rowElements);
       p.dropoutBase =
           dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
     }

@@ -7,6 +7,8 @@
 
 #include "LinalgBuilders.h"
 
+#include "attn/Dialect/Transforms/EntryPoints.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
@@ -65,7 +67,13 @@ struct ConvertAttnToLinalgPass
     populateAttnToLinalgPatterns(patterns, options);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // The dropout lowering read the rows' argument (dropoutSeed); LLVM has
+    // no use for its mark.
+    getOperation().walk([](func::FuncOp func) {
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        func.removeArgAttr(i, entry::kDropoutRowAttr);
+    });
   }
 };
 

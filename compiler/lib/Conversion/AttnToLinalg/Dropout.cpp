@@ -11,6 +11,7 @@
 
 #include "LinalgBuilders.h"
 
+#include "attn/Dialect/Transforms/EntryPoints.h"
 #include "attn/abi.h"
 
 using namespace mlir;
@@ -27,6 +28,23 @@ Value dropoutStreamBase(OpBuilder &b, Location loc, Value seed,
   uint64_t offset =
       ATTN_DROPOUT_STREAM_STEP * (static_cast<uint64_t>(stream) + 1);
   return arith::AddIOp::create(b, loc, seed, i64Constant(b, loc, offset));
+}
+
+Value dropoutSeed(OpBuilder &b, Location loc, Operation *op, Value seed,
+                  Value rowElements) {
+  Value value = tensor::ExtractOp::create(b, loc, seed, ValueRange{});
+  BlockArgument row =
+      entry::dropoutRowArgument(op->getParentOfType<func::FuncOp>());
+  if (!row)
+    return value;
+  Value first = tensor::ExtractOp::create(b, loc, row, ValueRange{});
+  Value elements =
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), rowElements);
+  Value skipped = arith::MulIOp::create(b, loc, first, elements);
+  return arith::AddIOp::create(
+      b, loc, value,
+      arith::MulIOp::create(b, loc, skipped,
+                            i64Constant(b, loc, ATTN_DROPOUT_INDEX_STEP)));
 }
 
 Value dropoutKeep(OpBuilder &b, Location loc, Value base, Value index,
@@ -88,12 +106,16 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
     Value input = adaptor.getInput();
     auto type = cast<RankedTensorType>(op.getType());
     Type element = type.getElementType();
-    Value seedValue = tensor::ExtractOp::create(rewriter, loc, seed, ValueRange{});
-    Value base = dropoutStreamBase(rewriter, loc, seedValue,
-                                   op.getStream().value_or(0));
     SmallVector<Value> sizes;
     for (int64_t d = 0; d < type.getRank(); ++d)
       sizes.push_back(dimOf(rewriter, loc, input, d));
+    // A row is everything after the batch dim (one element of a vector).
+    Value rowElements = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    for (Value size : ArrayRef<Value>(sizes).drop_front())
+      rowElements = arith::MulIOp::create(rewriter, loc, rowElements, size);
+    Value seedValue = dropoutSeed(rewriter, loc, op, seed, rowElements);
+    Value base = dropoutStreamBase(rewriter, loc, seedValue,
+                                   op.getStream().value_or(0));
     Value scale = floatConstant(rewriter, loc, element, 1.0 / (1.0 - rate));
     Value zero = floatConstant(rewriter, loc, element, 0.0);
     rewriter.replaceOp(

@@ -132,6 +132,17 @@ mlir::Value applyActivationDerivative(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value dropoutStreamBase(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Value seed, int64_t stream);
 
+/// The i64 seed a dropout op with the `seed` tensor draws from: the seed
+/// itself, or, in a function with a dropout row argument r
+/// (entry::kDropoutRowAttr, ATTN_ARG_DROPOUT_ROW), the seed plus
+/// `0xD1B5...03 * r * rowElements`, which numbers every element as in a
+/// batch with r rows before the call's (the stream is linear in the index).
+/// `rowElements` (index) is the elements of one batch row of the dropped
+/// tensor: T * d of [B, T, d], H * T * S of attention's [B, H, T, S].
+mlir::Value dropoutSeed(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Operation *op, mlir::Value seed,
+                        mlir::Value rowElements);
+
 /// Whether dropout at `rate` keeps the element numbered `index` (an i64, the
 /// row-major index) of the stream whose base `dropoutStreamBase` gave:
 /// `splitmix64(base + 0xD1B5...03 * index) >> 40 >= (uint64)(rate * 2^24)`,

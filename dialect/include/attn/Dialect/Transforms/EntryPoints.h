@@ -43,6 +43,23 @@ inline constexpr llvm::StringLiteral kDecodePrefill = "decode_prefill";
 /// counts its positions apart from the target's.
 inline constexpr llvm::StringLiteral kKVMemoryAttr = "attn.kv_memory";
 
+/// The mark of `<loss>_grad`'s argument (ATTN_ARG_DROPOUT_ROW, after its
+/// dropout seed) that says which row of a larger batch the call's first row
+/// is: the lowering of dropout numbers its elements as in that batch, so
+/// that a process given some rows of a batch draws the masks one process
+/// given all of them draws (data-parallel training). `train_step` passes 0.
+inline constexpr llvm::StringLiteral kDropoutRowAttr = "attn.dropout_row";
+
+/// `function`'s argument marked kDropoutRowAttr, or null.
+inline mlir::BlockArgument dropoutRowArgument(mlir::func::FuncOp function) {
+  if (!function || function.isExternal())
+    return mlir::BlockArgument();
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+    if (function.getArgAttr(i, kDropoutRowAttr))
+      return function.getArgument(i);
+  return mlir::BlockArgument();
+}
+
 /// The gradient entry point of the loss function `loss`.
 inline std::string gradName(llvm::StringRef loss) {
   return (loss + kGradSuffix).str();

@@ -52,10 +52,14 @@ def AttnAutodiffPrimal : Pass<"attn-autodiff-primal", "::mlir::ModuleOp"> {
                 "`attn.train` inlined with dropout active";
   let description = [{
     Input: a verified attn module. With an `attn.train loss @F ...` op, adds
-    `@F_grad(<F's arguments>, %seed: tensor<i64> {attn.seed}) -> tensor<f32>`
-    holding `F` inlined, every dropout and attention dropout of nonzero rate
-    given `seed %seed stream K` (K numbering them from 0 in program order),
-    and returning the loss; the function is marked `attn.autodiff_primal`
+    `@F_grad(<F's arguments>, %seed: tensor<i64> {attn.seed}, %row:
+    tensor<i64> {attn.dropout_row}) -> tensor<f32>` holding `F` inlined,
+    every dropout and attention dropout of nonzero rate given `seed %seed
+    stream K` (K numbering them from 0 in program order), and returning the
+    loss; `%row` (ATTN_ARG_DROPOUT_ROW: the row of a larger batch the call's
+    first row is) is read by the lowering of those dropouts, which numbers
+    their elements as in that batch. The function is marked
+    `attn.autodiff_primal`
     for `attn-autodiff`. The pipeline runs it before the `attn-opt`
     canonicalisation, which folds the unseeded (inference) dropout of `F`
     away; the forward pass is then optimised like every other function and
@@ -77,8 +81,9 @@ def AttnAutodiff : Pass<"attn-autodiff", "::mlir::ModuleOp"> {
     without `attn.train`, `F` is the public function `@loss` when it
     returns one tensor<f32>:
 
-    - `@F_grad(<F's arguments>, %seed: tensor<i64> {attn.seed}) ->
-      tensor<f32>`: `F` inlined with dropout active (every dropout and
+    - `@F_grad(<F's arguments>, %seed: tensor<i64> {attn.seed}, %row:
+      tensor<i64> {attn.dropout_row}) -> tensor<f32>`: `F` inlined with
+      dropout active (every dropout and
       attention dropout of rate > 0 gets `seed %seed stream K`, K numbering
       them from 0), the reverse pass built from each op's
       `GradientOpInterface`, and `attn.set_param @p grad` for every

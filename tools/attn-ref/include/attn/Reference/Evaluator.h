@@ -127,8 +127,16 @@ private:
   mlir::LogicalResult appendToCache(KVCacheAppendOp append, Frame &frame);
   /// The seed a dropout draws its mask from.
   uint64_t seedOf(mlir::Value seed, const Frame &frame) const;
-  /// Sets the dropout of `attention` when it has a seed and a nonzero rate.
-  void setAttentionDropout(AttentionOptions &attention, llvm::APFloat rate,
+  /// The seed dropout `op` numbers its elements from, whose batch rows hold
+  /// `rowElements` elements: seedOf(seed), moved to the rows of a larger
+  /// batch in a function with a dropout row argument (abi.h,
+  /// ATTN_ARG_DROPOUT_ROW), as the compiled lowering does.
+  uint64_t dropoutSeedOf(mlir::Operation *op, mlir::Value seed,
+                         int64_t rowElements, const Frame &frame) const;
+  /// Sets the dropout of `attention` (op `op`, whose probabilities have
+  /// `rowElements` per batch row) when it has a seed and a nonzero rate.
+  void setAttentionDropout(AttentionOptions &attention, mlir::Operation *op,
+                           int64_t rowElements, llvm::APFloat rate,
                            mlir::Value seed, std::optional<uint64_t> stream,
                            const Frame &frame) const;
   /// Whether the running entry point wrote `buffer` of parameter `name`.
