@@ -79,6 +79,18 @@ memory of one call (peak RSS growth). Both are checked to agree first.
 
 `forward`, `generate`, `train`: the model workloads described above.
 
+`dp`: data-parallel training (docs/Training.md) against threads, for the
+models of --models: the executable of `attnc build` runs `train` on
+data/kjv-train.txt (T = 256, the train section's global batch, seed 1,
+--dp-steps steps, the first a warm-up) as 1 process of 1 thread, 1
+process of 2 threads, and `mpirun -np 2` processes of 1 thread each with
+half the batch each (and again with --shard-optimizer), in --rounds
+rounds, configurations in turn. tokens/s: the median over the rounds of
+the median step (the loss log's tokens_per_s); MPI %: the share of a step
+the processes spent in MPI collectives (train's last line: the all-reduce,
+and waiting there for the other process). Skipped without OpenMPI's
+mpirun.
+
 The kernel sections time back-to-back calls (as many as fill a share of
 --gemm-budget / --sdpa-budget seconds per system and case), interleaved in
 --rounds rounds; the figure is the median per call.
@@ -717,7 +729,7 @@ def measure(systems, b, rounds, reps, budget, what="forward"):
     return {name: (statistics.median(t), len(t)) for name, t in times.items()}
 
 
-SECTIONS = ("peak", "gemm", "sdpa", "forward", "generate", "train")
+SECTIONS = ("peak", "gemm", "sdpa", "forward", "generate", "train", "dp")
 
 # The products of a GPT block and its head, per layer: K (input features)
 # and N (output features) in units of d; the head's N is the vocabulary.
@@ -1084,6 +1096,63 @@ def run_sdpa(bench, use_torch, blas_dir):
 # ------------------------------------------------------------ model sections
 
 
+def run_dp(bench):
+    """The dp section: rows (model, global batch, configuration, tokens/s,
+    ratio to 1 process of 2 threads, MPI % of a step) and notes."""
+    args = bench.args
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        return [], ["dp: no mpirun (OpenMPI's openmpi-bin): section skipped"]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", ATTN_RUNTIME_LIB=bench.runtime,
+               ATTN_CLI_LIB=os.path.join(args.build, "lib", "libattncli.a"))
+    data = os.path.join(ROOT, "data", "kjv-train.txt")
+    rows, notes = [], []
+    for model in [m for m in args.models.split(",") if m]:
+        exe = os.path.join(bench.work, model + "-cli")
+        log(f"[{model}] attnc build (dp)")
+        t0 = time.perf_counter()
+        run([bench.attnc, "build", os.path.join(ROOT, "models", model + ".tfm"), "-o", exe],
+            env=env)
+        notes.append(f"{model}: `attnc build` {time.perf_counter() - t0:.1f} s (dp)")
+        w0 = os.path.join(bench.work, model + "-dp-w0.safetensors")
+        run([exe, "init", "--seed", "1", "-o", w0])
+        batch = MODELS.get(model, {}).get("train_b", 8)
+        configs = [
+            ("1 process x 1 thread", [], batch, 1, []),
+            ("1 process x 2 threads", [], batch, 2, []),
+            ("2 processes x 1 thread", [mpirun, "--oversubscribe", "-np", "2"],
+             batch // 2, 1, []),
+            ("2 processes x 1 thread, --shard-optimizer",
+             [mpirun, "--oversubscribe", "-np", "2"], batch // 2, 1, ["--shard-optimizer"]),
+        ]
+        rates = {c[0]: [] for c in configs}
+        shares = {c[0]: [] for c in configs}
+        for r in range(args.rounds):
+            for name, launcher, b, threads, extra in configs:
+                out = os.path.join(bench.work, f"{model}-dp.safetensors")
+                cmd = launcher + [exe, "train", "-w", w0, "--data", data, "--seq", str(T),
+                                  "--batch", str(b), "--steps", str(args.dp_steps),
+                                  "--seed", "1", "--threads", str(threads), "-o", out] + extra
+                log(f"[{model}] dp round {r + 1}: {name}")
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if p.returncode != 0:
+                    raise SystemExit(f"dp: {' '.join(cmd)} failed:\n{p.stderr}")
+                with open(os.path.join(bench.work, f"{model}-dp.csv")) as f:
+                    steps = [float(line.split(",")[4]) for line in list(f)[1:]]
+                rates[name].append(statistics.median(steps[1:] or steps))
+                for line in p.stderr.splitlines():
+                    if line.startswith("data-parallel:") and "%" in line:
+                        shares[name].append(float(line.rsplit("(", 1)[1].rstrip("%)")))
+        base = statistics.median(rates["1 process x 2 threads"])
+        for name, *_ in configs:
+            rate = statistics.median(rates[name])
+            share = f"{statistics.median(shares[name]):.1f}" if shares[name] else "-"
+            rows.append((model, f"{batch} x {T}", name, f"{rate:,.1f}",
+                         f"{rate / base:.2f}", share))
+    return rows, notes
+
+
 def param_shapes(path):
     """{name: shape} from a safetensors header."""
     with open(path, "rb") as f:
@@ -1292,6 +1361,9 @@ def main():
     parser.add_argument("--weight-formats", default="bf16,int8",
                         help="generate and prefill rows of attnc builds with these "
                              "--weights too (empty: none)")
+    parser.add_argument("--dp-steps", type=int, default=6,
+                        help="train steps per run of the dp section (the first is a "
+                             "warm-up)")
     parser.add_argument("--gen-new", type=int, default=64)
     parser.add_argument("--gen-prompt", type=int, default=64)
     parser.add_argument("--peak-seconds", type=float, default=1.0,
@@ -1352,6 +1424,7 @@ def main():
     rows, decode_rows, torch_info = (
         timed("models", lambda: run_models(bench, model_sections, use_torch, blas_dir, peak))
         if model_sections else ([], [], None))
+    dp_rows, dp_notes = timed("dp", lambda: run_dp(bench)) if "dp" in sections else ([], [])
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; "
           f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; sections: {','.join(sections)}; "
@@ -1394,8 +1467,15 @@ def main():
               "target >= 90):\n")
         print(markdown(("model", "system", "threads", "ms/step", "steps/s", "weights MB",
                         "bound ms", "% of bound"), decode_rows))
+    if dp_rows:
+        print("\nData-parallel train steps (train, T = 256, global batch as the train "
+              "section's): tokens/s, median of the rounds' median steps; ratio = "
+              "tokens/s / 1 process of 2 threads; MPI %: the share of a step in MPI "
+              "collectives (the all-reduce and waiting there):\n")
+        print(markdown(("model", "global batch", "configuration", "tokens/s", "ratio",
+                        "MPI % of step"), dp_rows))
     print()
-    for note in bench.notes + sdpa_notes:
+    for note in bench.notes + sdpa_notes + dp_notes:
         print(note)
 
 
