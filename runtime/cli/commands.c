@@ -33,8 +33,9 @@ static int make_ctx(cli *c, attn_ctx **ctx) {
  * parameters. */
 /* --ignore-extra: one line per tensor of -w the model does not have. */
 static void note_skipped(void *user, const char *name) {
+  const cli *c = user;
   fprintf(stderr, "%s: skipped tensor '%s' (not a parameter of the model)\n",
-          (const char *)user, name);
+          c->weights, name);
 }
 
 int attn_cli_load_weights(cli *c, attn_ctx **ctx) {
@@ -45,7 +46,7 @@ int attn_cli_load_weights(cli *c, attn_ctx **ctx) {
     return st;
   if (c->weights &&
       (c->ignore_extra ? attn_load_safetensors_skipping(
-                             *ctx, c->weights, note_skipped, (void *)c->weights)
+                             *ctx, c->weights, note_skipped, c)
                        : attn_load_safetensors(*ctx, c->weights))) {
     attn_ctx_destroy(*ctx);
     *ctx = NULL;
