@@ -21,6 +21,8 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace attn;
 using namespace attn::mlirgen;
@@ -189,10 +191,17 @@ LogicalResult Elaborator::run(const ast::Program &program) {
     });
     elaborate(program);
   }
-  llvm::stable_sort(
-      held, [](const auto &a, const auto &b) { return a.first < b.first; });
-  for (auto &[position, diag] : held)
-    context.getDiagEngine().emit(std::move(diag));
+  // Source order; reports at the same position keep the order they were
+  // made in (an index sort: std::stable_sort's buffer API is deprecated).
+  std::vector<size_t> order(held.size());
+  std::iota(order.begin(), order.end(), 0);
+  llvm::sort(order, [&](size_t a, size_t b) {
+    if (held[a].first < held[b].first || held[b].first < held[a].first)
+      return held[a].first < held[b].first;
+    return a < b;
+  });
+  for (size_t index : order)
+    context.getDiagEngine().emit(std::move(held[index].second));
   return success(numErrors == 0);
 }
 
@@ -205,8 +214,8 @@ void Elaborator::elaborate(const ast::Program &program) {
         continue;
       auto [it, inserted] = blocks.try_emplace(block->getName(), block);
       if (!inserted) {
-        error(block->getLoc()) << "block '" << block->getName()
-                               << "' is already defined";
+        error(block->getLoc())
+            << "block '" << block->getName() << "' is already defined";
         mlir::emitRemark(it->second->getLoc()) << "previous definition is here";
       }
     }
@@ -317,8 +326,8 @@ evalBody(Elaborator &elab, const ast::FnDecl &fn, Frame &frame) {
       results->push_back(elab.eval(*value, frame));
   }
   if (!results)
-    elab.error(fn.getLoc()) << "fn '" << fn.getName()
-                            << "' ends without a return";
+    elab.error(fn.getLoc())
+        << "fn '" << fn.getName() << "' ends without a return";
   return results;
 }
 
@@ -330,9 +339,8 @@ void Elaborator::emitEntryPoint(const ast::FnDecl &fn) {
   for (const ast::FnArg &arg : fn.getArgs()) {
     const ast::TypeExpr *type = arg.getType();
     if (!type) {
-      error(arg.getLoc()) << "argument '" << arg.getName()
-                          << "' of model fn '" << fn.getName()
-                          << "' needs a type, e.g. i32[B, T]";
+      error(arg.getLoc()) << "argument '" << arg.getName() << "' of model fn '"
+                          << fn.getName() << "' needs a type, e.g. i32[B, T]";
       ok = false;
       continue;
     }
@@ -374,8 +382,8 @@ void Elaborator::emitEntryPoint(const ast::FnDecl &fn) {
     frame.locals[arg.getName()] = EvalValue::ofTensor(value);
     func.setArgAttr(index, "attn.name", builder.getStringAttr(arg.getName()));
     func.setArgAttr(index, "attn.dims", argDims[index]);
-    for (auto [axis, name] :
-         llvm::enumerate(cast<ArrayAttr>(argDims[index]).getAsRange<StringAttr>()))
+    for (auto [axis, name] : llvm::enumerate(
+             cast<ArrayAttr>(argDims[index]).getAsRange<StringAttr>()))
       if (!name.getValue().empty())
         frame.symbolicDims.try_emplace(name.getValue(), value, axis);
   }
@@ -409,14 +417,15 @@ void Elaborator::emitEntryPoint(const ast::FnDecl &fn) {
       continue;
     }
     if (!value.isTensor()) {
-      error(expr->getLoc()) << "an entry point returns tensors, not "
-                            << value.describe();
+      error(expr->getLoc())
+          << "an entry point returns tensors, not " << value.describe();
       return discard();
     }
     values.push_back(value.getValue());
   }
   func::ReturnOp::create(builder, ret->getLoc(), values);
-  func.setType(builder.getFunctionType(argTypes, ValueRange(values).getTypes()));
+  func.setType(
+      builder.getFunctionType(argTypes, ValueRange(values).getTypes()));
 }
 
 std::optional<std::vector<EvalValue>>
@@ -457,10 +466,10 @@ Elaborator::callFn(const ast::FnDecl &fn, Instance &instance, CallArgs &args) {
     if (!tensor)
       return std::nullopt;
     auto actual = cast<RankedTensorType>(tensor.getType());
-    bool matches = actual.getElementType() ==
-                       getElementType(builder, type->getElementType()) &&
-                   actual.getRank() ==
-                       static_cast<int64_t>(type->getDims().size());
+    bool matches =
+        actual.getElementType() ==
+            getElementType(builder, type->getElementType()) &&
+        actual.getRank() == static_cast<int64_t>(type->getDims().size());
     // The declared type as written, with constants evaluated, for the
     // diagnostic: f32[B, T, 192].
     std::string declared;
@@ -481,8 +490,8 @@ Elaborator::callFn(const ast::FnDecl &fn, Instance &instance, CallArgs &args) {
       if (!size)
         return std::nullopt;
       os << *size;
-      matches = matches && (actual.isDynamicDim(axis) ||
-                            actual.getDimSize(axis) == *size);
+      matches = matches &&
+                (actual.isDynamicDim(axis) || actual.getDimSize(axis) == *size);
     }
     os << "]";
     if (!matches) {
@@ -649,7 +658,8 @@ EvalValue Elaborator::evalName(const ast::NameExpr &expr, Frame &frame) {
     return EvalValue::ofLayer(it->second.get());
   if (auto it = instance.params.find(name); it != instance.params.end()) {
     if (frame.constantOnly)
-      return notConstant(*this, expr.getLoc(), "parameter '" + name.str() + "'");
+      return notConstant(*this, expr.getLoc(),
+                         "parameter '" + name.str() + "'");
     return EvalValue::ofTensor(readParam(it->second, expr.getLoc()));
   }
   if (auto it = instance.buffers.find(name); it != instance.buffers.end()) {
@@ -730,9 +740,9 @@ static EvalValue singleResult(Elaborator &elab,
   if (!results)
     return EvalValue::poison();
   if (results->size() != 1) {
-    elab.error(call.getLoc()) << "'" << call.getCalleeName() << "' returns "
-                              << results->size()
-                              << " values; an expression needs one";
+    elab.error(call.getLoc())
+        << "'" << call.getCalleeName() << "' returns " << results->size()
+        << " values; an expression needs one";
     return EvalValue::poison();
   }
   return results->front();
@@ -770,8 +780,7 @@ EvalValue Elaborator::evalCall(const ast::CallExpr &call, Frame &frame) {
     appendKeys(callees, layer.layers);
     error(member->getLoc()) << layer.typeName << " '" << layer.path
                             << "' has no fn or layer '" << member->getMember()
-                            << "'"
-                            << didYouMean(member->getMember(), callees);
+                            << "'" << didYouMean(member->getMember(), callees);
     return EvalValue::poison();
   }
 
@@ -946,20 +955,20 @@ EvalValue Elaborator::evalBinary(const ast::BinaryExpr &expr, Frame &frame) {
   }
   // At least one side is a tensor: the other becomes a rank-0 tensor of its
   // element type.
-  Type elementType = (lhs.isTensor() ? lhs : rhs).getTensorType().getElementType();
+  Type elementType =
+      (lhs.isTensor() ? lhs : rhs).getTensorType().getElementType();
   const EvalValue &other = lhs.isTensor() ? rhs : lhs;
-  if (other.isConstant() ? !fitsElementType(other, elementType)
-                         : other.getTensorType().getElementType() !=
-                               elementType) {
+  if (other.isConstant()
+          ? !fitsElementType(other, elementType)
+          : other.getTensorType().getElementType() != elementType) {
     // A constant of the tensor's kind that is out of range cannot be fixed
     // by a cast.
-    bool outOfRange =
-        other.isConstant() &&
-        (isa<FloatType>(elementType)
-             ? other.isNumber()
-             : other.getKind() == (elementType.isInteger(1)
-                                       ? EvalValue::Kind::Bool
-                                       : EvalValue::Kind::Int));
+    bool outOfRange = other.isConstant() &&
+                      (isa<FloatType>(elementType)
+                           ? other.isNumber()
+                           : other.getKind() == (elementType.isInteger(1)
+                                                     ? EvalValue::Kind::Bool
+                                                     : EvalValue::Kind::Int));
     InFlightDiagnostic diag = error(loc);
     diag << "operator '" << ast::getBinaryOpSpelling(op) << "' combines "
          << lhs.describe() << " and " << rhs.describe();
@@ -969,8 +978,10 @@ EvalValue Elaborator::evalBinary(const ast::BinaryExpr &expr, Frame &frame) {
       diag << "; cast one of them first";
     return EvalValue::poison();
   }
-  Value a = lhs.isTensor() ? lhs.getValue() : materialize(lhs, elementType, loc);
-  Value b = rhs.isTensor() ? rhs.getValue() : materialize(rhs, elementType, loc);
+  Value a =
+      lhs.isTensor() ? lhs.getValue() : materialize(lhs, elementType, loc);
+  Value b =
+      rhs.isTensor() ? rhs.getValue() : materialize(rhs, elementType, loc);
   Type aElement = cast<RankedTensorType>(a.getType()).getElementType();
   // A shape error names the expression and both operands by their text.
   Operand left{"the left operand", &expr.getLHS(), a};

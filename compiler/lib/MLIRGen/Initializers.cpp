@@ -51,6 +51,16 @@ FailureOr<Initializer> Elaborator::evalInitializer(const ast::CallExpr &init,
       return failure();
     return result;
   case InitKind::normal: {
+    // PyTorch's nn.init.normal_(p, mean, std) puts the mean first: a second
+    // positional argument is refused rather than read as the mean, as
+    // normal(0.0, 0.02) would otherwise draw every value as 0.02.
+    if (callArgs.positional.size() > 1) {
+      error(callArgs.positional[1].loc)
+          << "normal takes the standard deviation alone by position and the "
+             "mean by keyword, as normal(std, mean: m); for N(0, 0.02) write "
+             "normal(0.02)";
+      return failure();
+    }
     auto bound = bindArgs(callArgs, {{"std", true}, {"mean", false}});
     if (!bound)
       return failure();
