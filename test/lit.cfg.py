@@ -110,6 +110,22 @@ if open_mpi:
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 
+# Code that needs a CPU feature runs only where the host has it
+# (`REQUIRES: avx512bf16`: attnc --precision bf16's vdpbf16ps); lit reports
+# the test unsupported elsewhere. Compile-only tests name a --target instead.
+def host_cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+if "avx512_bf16" in host_cpu_flags() and "avx512f" in host_cpu_flags():
+    config.available_features.add("avx512bf16")
+
 # The long training tests (test/Long, `REQUIRES: long`) run only with
 # `lit -Dlong=1`, which `make test-long` passes; `-Dbrown=DIR` says where
 # scripts/fetch-brown.py wrote the tagged Brown corpus (default:

@@ -157,6 +157,9 @@ int attn_cmd_info(cli *c) {
   printf("target: %s\n", m->target ? m->target : "?");
   printf("runtime ABI: %d\n", (int)m->abi_version);
   print_weight_format(m);
+  if (m->precision == ATTN_PRECISION_BF16)
+    printf("precision: bf16 products (operands rounded to bf16, f32 "
+           "accumulation; AVX512-BF16)\n");
   printf("entry points:\n");
   for (int32_t i = 0; i < m->num_entries; ++i) {
     printf("  ");

@@ -141,8 +141,20 @@ static attn_status check_model(const attn_model_info *m) {
       m->num_entries < 0 || (m->num_params && !m->params) ||
       (m->num_entries && !m->entries) || m->weight_format < 0 ||
       m->weight_format > ATTN_WEIGHTS_INT8 || m->num_weight_elements < 0 ||
-      m->num_scale_elements < 0)
+      m->num_scale_elements < 0 || m->precision < ATTN_PRECISION_F32 ||
+      m->precision > ATTN_PRECISION_BF16)
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "malformed model table");
+#if defined(__x86_64__)
+  /* Its products are vdpbf16ps instructions: refuse, rather than stop on an
+   * illegal instruction in the first call. */
+  if (m->precision == ATTN_PRECISION_BF16 &&
+      !__builtin_cpu_supports("avx512bf16"))
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "model '%s' was built with --precision bf16, which "
+                     "needs a CPU with AVX512-BF16; this CPU has none "
+                     "(rebuild with --precision f32)",
+                     m->name);
+#endif
   for (int32_t i = 0; i < m->num_params; ++i) {
     const attn_param_info *p = &m->params[i];
     int64_t n = (p->rank >= 0 && p->rank <= ATTN_MAX_RANK &&

@@ -10,6 +10,7 @@
 
 #include "Linker.h"
 
+#include "attn/Codegen/CpuCostModel.h"
 #include "attn/Dialect/Transforms/EntryPoints.h"
 #include "attn/EntryPoints/LowPrecisionWeights.h"
 #include "attn/EntryPoints/Passes.h"
@@ -47,10 +48,10 @@
 
 #include <map>
 #include <mutex>
-#include <thread>
-#include <vector>
 #include <sys/resource.h>
+#include <thread>
 #include <time.h>
+#include <vector>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -67,8 +68,9 @@ cl::opt<std::string> commandName(cl::Positional, cl::desc("<command>"),
                                  cl::cat(attncCategory));
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input file>"),
                                    cl::cat(attncCategory));
-cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: "
-                                                  "standard output for emit)"),
+cl::opt<std::string> outputFilename("o",
+                                    cl::desc("Output file (default: "
+                                             "standard output for emit)"),
                                     cl::value_desc("file"), cl::init(""),
                                     cl::cat(attncCategory));
 /// `--stage`'s help, naming the stages.
@@ -103,6 +105,12 @@ cl::opt<std::string> weightsOption(
              "elements of a row); bf16 and int8 build no training entry "
              "points (CPU targets)"),
     cl::value_desc("format"), cl::init("f32"), cl::cat(attncCategory));
+cl::opt<std::string> precisionOption(
+    "precision",
+    cl::desc("How matrix products compute: f32 (default), or bf16 (operands "
+             "rounded to bf16, f32 accumulation, on CPUs with AVX512-BF16; "
+             "parameters and optimizer state stay f32)"),
+    cl::value_desc("p"), cl::init("f32"), cl::cat(attncCategory));
 cl::list<std::string> entryOption(
     "entry",
     cl::desc("Generate only these entry points and those they call "
@@ -231,9 +239,8 @@ LogicalResult dumpStage(llvm::StringRef name, llvm::StringRef extension,
     return failure();
   }
   llvm::SmallString<128> path(dumpDir.getValue());
-  llvm::sys::path::append(path, llvm::formatv("{0:2}-{1}.{2}", counter++,
-                                              name, extension)
-                                    .str());
+  llvm::sys::path::append(
+      path, llvm::formatv("{0:2}-{1}.{2}", counter++, name, extension).str());
   std::replace(path.begin(), path.end(), ' ', '0');
   return success(writeOutput(path, text) == kSuccess);
 }
@@ -354,8 +361,8 @@ bool wantsTraining() {
 /// time so that --dump-dir sees each.
 LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
                           MLIRContext &context) {
-  for (auto stage = static_cast<int>(from) + 1;
-       stage <= static_cast<int>(to); ++stage) {
+  for (auto stage = static_cast<int>(from) + 1; stage <= static_cast<int>(to);
+       ++stage) {
     auto next = static_cast<attn::Stage>(stage);
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
@@ -371,8 +378,8 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     TimingScope timingScope = timing.getRootScope();
     pm.enableTiming(timingScope);
     if (passCpuTimes) {
-      pm.addInstrumentation(std::make_unique<PassCpuTimer>(
-          *passCpuTimes, attn::stageName(next)));
+      pm.addInstrumentation(
+          std::make_unique<PassCpuTimer>(*passCpuTimes, attn::stageName(next)));
     }
     if (printIRAfterAll || !printIRAfter.empty())
       pm.enableIRPrinting(
@@ -387,6 +394,7 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     // entries' forward pass is kept at attn-opt for attn-grad.
     attn::PipelineOptions options{next};
     options.target = targetOption;
+    options.precision = precisionOption;
     options.training = wantsTraining() && to >= attn::Stage::AttnGrad;
     attn::buildAttnPipeline(pm, options, static_cast<attn::Stage>(stage - 1));
     if (failed(pm.run(module)))
@@ -398,8 +406,7 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     }
     if (passCpuTimes)
       passCpuTimes->notePeakMemory(attn::stageName(next));
-    if (failed(dumpStage(attn::stageName(next), "mlir",
-                         printModule(module))))
+    if (failed(dumpStage(attn::stageName(next), "mlir", printModule(module))))
       return failure();
   }
   return success();
@@ -467,6 +474,8 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
     return nullptr;
   info = std::move(*collected);
   info.target = options.target;
+  info.precision =
+      precisionOption == "bf16" ? ATTN_PRECISION_BF16 : ATTN_PRECISION_F32;
   if (failed(runPipeline(module, attn::Stage::AttnGrad, attn::Stage::Loops,
                          context)))
     return nullptr;
@@ -669,8 +678,8 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
   }
   // build: an object in a temporary file, linked with the runtime.
   llvm::SmallString<128> objectPath;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("attnc", "o",
-                                                              objectPath)) {
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("attnc", "o", objectPath)) {
     llvm::errs() << "attnc: error: cannot create a temporary file: "
                  << ec.message() << "\n";
     return kInputError;
@@ -694,6 +703,7 @@ llvm::SmallVector<std::string> pipelinePassNames(MLIRContext &context) {
   PassManager pm(&context);
   attn::PipelineOptions options{attn::Stage::LLVMMLIR};
   options.target = targetOption;
+  options.precision = precisionOption;
   options.training = true;
   attn::buildAttnPipeline(pm, options);
   std::string text;
@@ -723,14 +733,15 @@ llvm::SmallVector<std::string> pipelinePassNames(MLIRContext &context) {
 
 /// The name among `candidates` closest to `name`, if one is within a third
 /// of its length in edits (a typo, not another word).
-std::optional<std::string>
-closestName(llvm::StringRef name, llvm::ArrayRef<std::string> candidates) {
+std::optional<std::string> closestName(llvm::StringRef name,
+                                       llvm::ArrayRef<std::string> candidates) {
   unsigned limit = std::max<unsigned>(1, name.size() / 3);
   std::optional<std::string> best;
   unsigned bestDistance = limit + 1;
   for (llvm::StringRef candidate : candidates) {
-    unsigned distance = name.edit_distance(candidate, /*AllowReplacements=*/true,
-                                           /*MaxEditDistance=*/limit);
+    unsigned distance =
+        name.edit_distance(candidate, /*AllowReplacements=*/true,
+                           /*MaxEditDistance=*/limit);
     if (distance < bestDistance) {
       bestDistance = distance;
       best = candidate.str();
@@ -786,10 +797,10 @@ OwningOpRef<ModuleOp> loadModel(llvm::SourceMgr &sourceMgr,
   }
   // A file of blocks only is a library for other files to import: it
   // checks clean, but has no model to emit.
-  bool hasModel = llvm::any_of(program->getMainFile().getDecls(),
-                               [](const auto &decl) {
-                                 return isa<attn::ast::ModelDecl>(decl.get());
-                               });
+  bool hasModel =
+      llvm::any_of(program->getMainFile().getDecls(), [](const auto &decl) {
+        return isa<attn::ast::ModelDecl>(decl.get());
+      });
   if (command == "check" && !hasModel)
     return nullptr;
   if (emit && stage == attn::Stage::AST) {
@@ -858,6 +869,17 @@ int main(int argc, char **argv) {
   if (!attn::parseWeightFormat(weightsOption))
     return usageError("unknown weight format '" + weightsOption +
                       "'; expected f32, bf16 or int8");
+  if (precisionOption != "f32" && precisionOption != "bf16")
+    return usageError("unknown precision '" + precisionOption +
+                      "'; expected f32 or bf16");
+  if (precisionOption == "bf16" && attn::cudaChip(targetOption))
+    return usageError("--precision bf16 is for CPU targets; --target " +
+                      targetOption + " computes its products in f32");
+  if (precisionOption == "bf16" && attn::isKnownTarget(targetOption) &&
+      !attn::hasBf16Dot(targetOption))
+    return usageError("--precision bf16 needs a CPU with AVX512-BF16 "
+                      "(znver4, sapphirerapids, ...); --target " +
+                      targetOption + " has none");
   if (weightsOption != "f32" && attn::cudaChip(targetOption))
     return usageError("--weights " + weightsOption +
                       " is for CPU targets; --target " + targetOption +
@@ -871,7 +893,8 @@ int main(int argc, char **argv) {
                       "names a training entry point (train with --weights "
                       "f32)");
   if (optLevel > 3)
-    return usageError("optimisation level -O" + llvm::Twine(optLevel.getValue()) +
+    return usageError("optimisation level -O" +
+                      llvm::Twine(optLevel.getValue()) +
                       " is not one of -O0 to -O3");
   if ((command == "build" || command == "compile") && outputFilename.empty())
     return usageError(command + " needs an output file: -o NAME");

@@ -7,28 +7,32 @@
 
 #include "attn/Codegen/CpuCostModel.h"
 
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 
 namespace attn {
 
-/// Whether `target` (host, or an x86-64 CPU or level LLVM knows) has
-/// AVX-512F.
-static bool hasAvx512(llvm::StringRef target) {
+/// Whether `target` (host, or an x86-64 CPU or level LLVM knows) has the
+/// feature LLVM calls `feature`.
+static bool hasFeature(llvm::StringRef target, llvm::StringRef feature) {
   if (target == "host") {
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    auto it = features.find("avx512f");
+    auto it = features.find(feature);
     return it != features.end() && it->second;
   }
   llvm::SmallVector<llvm::StringRef> features;
   llvm::X86::getFeaturesForCPU(target, features);
-  return llvm::is_contained(features, "avx512f");
+  return llvm::is_contained(features, feature);
+}
+
+bool hasBf16Dot(llvm::StringRef target) {
+  return hasFeature(target, "avx512f") && hasFeature(target, "avx512bf16");
 }
 
 VectorTarget vectorTargetFor(llvm::StringRef target) {
-  if (hasAvx512(target))
+  if (hasFeature(target, "avx512f"))
     return VectorTarget{16, 32};
   return VectorTarget{8, 16};
 }

@@ -122,6 +122,7 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
   AttnMatmulToVectorOptions matmul;
   matmul.lanes = target.lanes;
   matmul.registers = target.registers;
+  matmul.precision = model.bf16Products ? "bf16" : "f32";
   pm.addPass(createAttnMatmulToVector(matmul));
   AttnVectorizeLinalgOptions vectorize;
   vectorize.lanes = target.lanes;
@@ -269,10 +270,13 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
     addAttnGradPasses(pm);
   std::optional<llvm::StringRef> chip = cudaChip(options.target);
   if (runs(Stage::Loops)) {
-    if (chip)
+    if (chip) {
       buildGpuLoopsPipeline(pm);
-    else
-      buildLoopsPipeline(pm, CpuCostModel::forTarget(options.target));
+    } else {
+      CpuCostModel model = CpuCostModel::forTarget(options.target);
+      model.bf16Products = options.precision == "bf16";
+      buildLoopsPipeline(pm, model);
+    }
   }
   if (runs(Stage::LLVMMLIR)) {
     if (chip)

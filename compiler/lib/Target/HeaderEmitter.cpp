@@ -105,8 +105,8 @@ static void emitPreamble(llvm::raw_ostream &os, const ModelInfo &info,
      << "/* " << numParams << " parameters in " << info.params.size()
      << " tensors; the parameter buffer holds " << info.numParamElements
      << " floats (each tensor 64-byte aligned). */\n"
-     << "#define " << llvm::StringRef(n).upper() << "_NUM_PARAMETERS " << numParams
-     << "LL\n"
+     << "#define " << llvm::StringRef(n).upper() << "_NUM_PARAMETERS "
+     << numParams << "LL\n"
      << "#define " << llvm::StringRef(n).upper() << "_PARAMETER_BYTES "
      << info.numParamElements * 4 << "LL\n";
   if (info.weightFormat != ATTN_WEIGHTS_F32)
@@ -120,15 +120,21 @@ static void emitPreamble(llvm::raw_ostream &os, const ModelInfo &info,
           "parameters; the model has no training\n * entry points. */\n"
        << "#define " << llvm::StringRef(n).upper() << "_WEIGHT_FORMAT "
        << (info.weightFormat == ATTN_WEIGHTS_INT8 ? "ATTN_WEIGHTS_INT8"
-                                                   : "ATTN_WEIGHTS_BF16")
+                                                  : "ATTN_WEIGHTS_BF16")
        << "\n";
+  if (info.precision == ATTN_PRECISION_BF16)
+    os << "/* The matrix products round their operands to bf16 and accumulate "
+          "in f32\n * (attnc --precision bf16, AVX512-BF16); parameters, "
+          "gradients and\n * optimizer state stay f32. */\n"
+       << "#define " << llvm::StringRef(n).upper()
+       << "_PRECISION ATTN_PRECISION_BF16\n";
   if (info.kvCacheFloatsPerPosition > 0)
     os << "/* The key/value cache of prefill/decode_step: bytes per position "
           "of one\n * sequence (the context holds batch x capacity "
           "positions). */\n"
        << "#define " << llvm::StringRef(n).upper()
-       << "_KV_CACHE_BYTES_PER_POSITION "
-       << info.kvCacheFloatsPerPosition * 4 << "LL\n";
+       << "_KV_CACHE_BYTES_PER_POSITION " << info.kvCacheFloatsPerPosition * 4
+       << "LL\n";
 }
 
 /// The largest arena of any entry point, when every one is known.
@@ -148,8 +154,8 @@ static void emitArenaSize(llvm::raw_ostream &os, const ModelInfo &info,
           "entry point\n"
        << " * and grown to what a call needs. At the model's bounds a batch "
           "of B needs\n"
-       << " * up to " << llvm::StringRef(n).upper() << "_ARENA_BYTES + (B - 1) * "
-       << llvm::StringRef(n).upper()
+       << " * up to " << llvm::StringRef(n).upper()
+       << "_ARENA_BYTES + (B - 1) * " << llvm::StringRef(n).upper()
        << "_ARENA_BYTES_PER_BATCH bytes (the largest\n"
        << " * entry point's); attn_options.arena_bytes allocates that up "
           "front. */\n"
@@ -161,19 +167,18 @@ static void emitArenaSize(llvm::raw_ostream &os, const ModelInfo &info,
 
 /// The context's type and its functions: create, destroy, error, init,
 /// load, save.
-static void emitContextFunctions(llvm::raw_ostream &os,
-                                 const std::string &n) {
+static void emitContextFunctions(llvm::raw_ostream &os, const std::string &n) {
   os << "\n"
      << "typedef struct " << n << "_ctx " << n << "_ctx;\n"
      << "typedef attn_options " << n << "_options;\n\n"
      << "/* A context with zeroed parameters; NULL on failure (see "
         "attn_last_error()).\n"
-     << " * opts may be NULL (all cores). Free with " << n
-     << "_destroy(). */\n"
+     << " * opts may be NULL (all cores). Free with " << n << "_destroy(). */\n"
      << "static inline " << n << "_ctx *" << n << "_create(const " << n
      << "_options *opts) {\n"
      << "  attn_ctx *ctx = 0;\n"
-     << "  if (attn_ctx_create(&" << n << "_model_info, opts, &ctx) != ATTN_OK)\n"
+     << "  if (attn_ctx_create(&" << n
+     << "_model_info, opts, &ctx) != ATTN_OK)\n"
      << "    return 0;\n"
      << "  return (" << n << "_ctx *)ctx;\n}\n\n"
      << "static inline void " << n << "_destroy(" << n << "_ctx *ctx) {\n"
@@ -190,10 +195,12 @@ static void emitContextFunctions(llvm::raw_ostream &os,
      << "/* Loads / saves every parameter from / to a safetensors file. */\n"
      << "static inline int " << n << "_load(" << n
      << "_ctx *ctx, const char *safetensors_path) {\n"
-     << "  return attn_load_safetensors((attn_ctx *)ctx, safetensors_path);\n}\n\n"
+     << "  return attn_load_safetensors((attn_ctx *)ctx, "
+        "safetensors_path);\n}\n\n"
      << "static inline int " << n << "_save(" << n
      << "_ctx *ctx, const char *safetensors_path) {\n"
-     << "  return attn_save_safetensors((attn_ctx *)ctx, safetensors_path);\n}\n";
+     << "  return attn_save_safetensors((attn_ctx *)ctx, "
+        "safetensors_path);\n}\n";
 }
 
 /// What the training entry points do with the context's buffers.
@@ -206,11 +213,12 @@ static void emitTrainingComment(llvm::raw_ostream &os, const ModelInfo &info,
           "Adam's\n"
        << " * first and second moments, each " << info.numParamElements
        << " floats laid out as the\n"
-       << " * parameter buffer (same offsets). " << n << "_" << info.train->lossFn
-       << "_grad() writes d loss / d param\n"
+       << " * parameter buffer (same offsets). " << n << "_"
+       << info.train->lossFn << "_grad() writes d loss / d param\n"
        << " * for every parameter into the gradient buffer; " << n
        << "_train_step() runs one\n"
-       << " * optimizer step, updating the parameters and both moments in place."
+       << " * optimizer step, updating the parameters and both moments in "
+          "place."
           "\n"
        << " * The context is the optimizer: it starts at step 1 with this "
           "model's train { }\n"
@@ -256,8 +264,8 @@ static void emitEntry(llvm::raw_ostream &os, const EntryInfo &e,
     os << (i ? ", " : "") << describe(e.results[i]);
   if (e.arenaBytes >= 0)
     os << "\n * Activations: " << e.arenaBytes
-       << " bytes at batch 1 and the model's bounds, + "
-       << e.arenaBytesPerBatch << " per further sequence (in the "
+       << " bytes at batch 1 and the model's bounds, + " << e.arenaBytesPerBatch
+       << " per further sequence (in the "
        << "context's arena).";
   if (!uses.empty()) {
     os << "\n * In the context, it ";

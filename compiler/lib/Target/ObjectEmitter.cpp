@@ -21,15 +21,15 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/StandardInstrumentations.h"
-#include "llvm/Transforms/Scalar/LoopUnrollPass.h"
-#include "llvm/Support/Timer.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/Timer.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/TargetParser/X86TargetParser.h"
+#include "llvm/Transforms/Scalar/LoopUnrollPass.h"
 
 using namespace mlir;
 
@@ -78,9 +78,9 @@ createTargetMachine(const CodegenOptions &options, std::string &error) {
   auto level = options.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
                : options.optLevel == 0 ? llvm::CodeGenOptLevel::None
                                        : llvm::CodeGenOptLevel::Default;
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
-      level));
+  return std::unique_ptr<llvm::TargetMachine>(
+      target->createTargetMachine(triple, cpu, features, targetOptions,
+                                  llvm::Reloc::PIC_, std::nullopt, level));
 }
 
 namespace {
@@ -95,9 +95,9 @@ public:
 
   llvm::Constant *string(llvm::StringRef text) {
     llvm::Constant *data = llvm::ConstantDataArray::getString(context, text);
-    auto *global = new llvm::GlobalVariable(
-        module, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data,
-        ".attn.str");
+    auto *global = new llvm::GlobalVariable(module, data->getType(), true,
+                                            llvm::GlobalValue::PrivateLinkage,
+                                            data, ".attn.str");
     global->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
     return global;
   }
@@ -109,10 +109,9 @@ public:
     if (values.empty())
       return llvm::ConstantPointerNull::get(ptr);
     auto *type = llvm::ArrayType::get(element, values.size());
-    return new llvm::GlobalVariable(module, type, true,
-                                    llvm::GlobalValue::PrivateLinkage,
-                                    llvm::ConstantArray::get(type, values),
-                                    name);
+    return new llvm::GlobalVariable(
+        module, type, true, llvm::GlobalValue::PrivateLinkage,
+        llvm::ConstantArray::get(type, values), name);
   }
 
   llvm::Constant *int64Array(llvm::ArrayRef<int64_t> values) {
@@ -214,11 +213,11 @@ public:
   //                   num_params, params, num_entries, entries,
   //                   kv_cache_floats_per_position, train, device,
   //                   weight_format, weight_block, num_weight_elements,
-  //                   num_scale_elements }
+  //                   num_scale_elements, precision }
   llvm::StructType *modelType() {
-    return llvm::StructType::get(context, {i32, ptr, ptr, i64, i32, ptr, i32,
-                                           ptr, i64, ptr, i32, i32, i32, i64,
-                                           i64});
+    return llvm::StructType::get(context,
+                                 {i32, ptr, ptr, i64, i32, ptr, i32, ptr, i64,
+                                  ptr, i32, i32, i32, i64, i64, i32});
   }
 
   llvm::Module &module;
@@ -307,8 +306,7 @@ static void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
 
 /// Adds `NAME_model_info` (and `main` when asked) to `module`.
 static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
-                                  const CodegenOptions &options,
-                                  Location loc) {
+                                  const CodegenOptions &options, Location loc) {
   MetadataBuilder b(module);
   llvm::SmallVector<llvm::Constant *> params;
   for (const ParamInfo &p : info.params)
@@ -331,7 +329,8 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
   llvm::Constant *model = llvm::ConstantStruct::get(
       b.modelType(),
       {llvm::ConstantInt::get(b.i32, ATTN_ABI_VERSION), b.string(info.name),
-       b.string(info.target), llvm::ConstantInt::get(b.i64, info.numParamElements),
+       b.string(info.target),
+       llvm::ConstantInt::get(b.i64, info.numParamElements),
        llvm::ConstantInt::get(b.i32, info.params.size()),
        b.array(b.paramType(), params, ".attn.params"),
        llvm::ConstantInt::get(b.i32, info.entries.size()),
@@ -344,31 +343,33 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
        llvm::ConstantInt::get(b.i32, info.weightFormat),
        llvm::ConstantInt::get(b.i32, info.weightBlock),
        llvm::ConstantInt::get(b.i64, info.numWeightElements),
-       llvm::ConstantInt::get(b.i64, info.numScaleElements)});
-  auto *global = new llvm::GlobalVariable(
-      module, b.modelType(), true, llvm::GlobalValue::ExternalLinkage, model,
-      info.name + "_model_info");
+       llvm::ConstantInt::get(b.i64, info.numScaleElements),
+       llvm::ConstantInt::get(b.i32, info.precision)});
+  auto *global = new llvm::GlobalVariable(module, b.modelType(), true,
+                                          llvm::GlobalValue::ExternalLinkage,
+                                          model, info.name + "_model_info");
 
   if (options.withMain) {
     // int main(int argc, char **argv) { return attn_main(argc, argv, &info); }
     auto *mainType = llvm::FunctionType::get(b.i32, {b.i32, b.ptr}, false);
-    auto *runtimeMain = llvm::FunctionType::get(b.i32, {b.i32, b.ptr, b.ptr},
-                                                false);
+    auto *runtimeMain =
+        llvm::FunctionType::get(b.i32, {b.i32, b.ptr, b.ptr}, false);
     llvm::FunctionCallee attnMain =
         module.getOrInsertFunction("attn_main", runtimeMain);
     auto *mainFn = llvm::Function::Create(
         mainType, llvm::GlobalValue::ExternalLinkage, "main", module);
     llvm::IRBuilder<> ir(llvm::BasicBlock::Create(b.context, "entry", mainFn));
-    llvm::Value *result = ir.CreateCall(
-        attnMain, {mainFn->getArg(0), mainFn->getArg(1), global});
+    llvm::Value *result =
+        ir.CreateCall(attnMain, {mainFn->getArg(0), mainFn->getArg(1), global});
     ir.CreateRet(result);
   }
   return success();
 }
 
-std::unique_ptr<llvm::Module>
-translateToLLVMIR(ModuleOp module, const ModelInfo &info,
-                  const CodegenOptions &options, llvm::LLVMContext &context) {
+std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
+                                                const ModelInfo &info,
+                                                const CodegenOptions &options,
+                                                llvm::LLVMContext &context) {
   std::unique_ptr<llvm::Module> llvmModule;
   {
     StepTimer timer(options, "translate", "Translation to LLVM IR");
@@ -418,8 +419,9 @@ LogicalResult emitMachineCode(llvm::Module &module,
     return failure();
   llvm::legacy::PassManager passes;
   if (machine->addPassesToEmitFile(passes, os, nullptr,
-                                   assembly ? llvm::CodeGenFileType::AssemblyFile
-                                            : llvm::CodeGenFileType::ObjectFile)) {
+                                   assembly
+                                       ? llvm::CodeGenFileType::AssemblyFile
+                                       : llvm::CodeGenFileType::ObjectFile)) {
     error = "the target cannot emit this file type";
     return failure();
   }

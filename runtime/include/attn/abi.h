@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 8
+#define ATTN_ABI_VERSION 9
 
 /* The entry points the runtime looks up by name, one per role. Any other
  * `fn` of a model is an entry point too, run by name (`forward --fn`). */
@@ -65,6 +65,16 @@ typedef enum attn_weight_format {
   ATTN_WEIGHTS_BF16 = 1,
   ATTN_WEIGHTS_INT8 = 2
 } attn_weight_format;
+
+/* How the matrix products of a model compute (attnc --precision): F32, or
+ * BF16: both operands rounded to bf16 (nearest even) and multiplied in
+ * pairs with f32 accumulation (vdpbf16ps, AVX512-BF16), except products of
+ * fewer rows than a register tile (a decoding step's), which stay f32.
+ * Parameters, gradients, Adam's moments and every other op stay f32. */
+typedef enum attn_precision {
+  ATTN_PRECISION_F32 = 0,
+  ATTN_PRECISION_BF16 = 1
+} attn_precision;
 
 /* Parameter initialisers (LANGUAGE.md section 6), with their arguments:
  * NORMAL [mean, std], UNIFORM [lo, hi], XAVIER_UNIFORM [gain] (bound
@@ -266,6 +276,7 @@ typedef struct attn_model_info {
   int32_t weight_block;   /* INT8: elements per scale; 0 otherwise */
   int64_t num_weight_elements; /* of ATTN_ARG_WEIGHTS; 0 with F32 */
   int64_t num_scale_elements;  /* of ATTN_ARG_WEIGHT_SCALES; 0 unless INT8 */
+  int32_t precision;           /* attn_precision (ABI 9) */
 } attn_model_info;
 
 /* Dropout's random stream (counter-based, so forward and backward draw the

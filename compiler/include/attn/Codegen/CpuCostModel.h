@@ -29,6 +29,10 @@ struct VectorTarget {
 /// "x86-64-v4"); "host" asks the build machine for AVX-512F.
 VectorTarget vectorTargetFor(llvm::StringRef target);
 
+/// Whether an attnc `--target` has AVX512-BF16's vdpbf16ps (with AVX-512F),
+/// which `--precision bf16` needs.
+bool hasBf16Dot(llvm::StringRef target);
+
 /// The code generator's decisions for one CPU target.
 struct CpuCostModel {
   VectorTarget target;
@@ -48,6 +52,13 @@ struct CpuCostModel {
   /// blocks let one panel serve more register tiles.
   int64_t blockNTransposedA = 512;
   int64_t blockKTransposedA = 256;
+
+  /// `attnc --precision bf16` (AVX512-BF16 only): the packed kernel rounds
+  /// A and B to bf16 as it packs them and multiplies pairs of them with
+  /// vdpbf16ps, accumulating in f32 (PackedGemmBf16.cpp); the dot-product
+  /// kernels below stay f32. Not a tuning choice but the user's, carried
+  /// here so that every kernel of a module follows it.
+  bool bf16Products = false;
 
   /// Dot-product kernel (B stored [N, K] and fewer rows than `tileRows`):
   /// groups of `dotRows` rows x `dotCols` columns of vector accumulators

@@ -122,7 +122,11 @@ def AttnMatmulToVector : Pass<"attn-matmul-to-vector", "::mlir::ModuleOp"> {
     LanesOption, RegistersOption,
     Option<"threads", "threads", "bool", /*default=*/"true",
            "Split large products over the runtime's thread pool "
-           "(attn_parallel_for)">
+           "(attn_parallel_for)">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
+           "f32, or bf16: the packed kernel's operands rounded to bf16 and "
+           "multiplied by vdpbf16ps with f32 accumulation (needs "
+           "AVX512-BF16 and 16 lanes)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

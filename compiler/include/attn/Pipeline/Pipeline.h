@@ -52,6 +52,9 @@ struct PipelineOptions {
   /// goes to attn-grad or beyond (attnc does unless --entry names no
   /// training entry point).
   bool training = false;
+  /// How matrix products compute on a CPU target (`attnc --precision`):
+  /// "f32", or "bf16" (attn-matmul-to-vector's `precision`).
+  std::string precision = "f32";
 };
 
 /// Adds to `pm` the passes that take a module in stage `from` (by default a

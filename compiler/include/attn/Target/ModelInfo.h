@@ -74,6 +74,8 @@ struct ModelInfo {
   /// int8 scale, and the sizes of the weights and scales buffers.
   attn_weight_format weightFormat = ATTN_WEIGHTS_F32;
   int64_t weightBlock = 0, numWeightElements = 0, numScaleElements = 0;
+  /// How the products compute (`attnc --precision`).
+  attn_precision precision = ATTN_PRECISION_F32;
   /// The training section, when the model has one.
   std::optional<TrainInfo> train;
 };

@@ -83,6 +83,7 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
        (operands.transposedB ? "t" : "n") + "_" +
        llvm::Twine(model.target.lanes) + "x" +
        llvm::Twine(model.target.registers) + weightSuffix(operands) +
+       (model.bf16Products ? "_dpbf16" : "") +
        (zeroInit ? "_z" : ""))
           .str();
   if (epilogue)

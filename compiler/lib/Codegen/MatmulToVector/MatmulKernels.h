@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -45,7 +46,8 @@ public:
                 const CpuCostModel &model, bool zeroInit,
                 const KernelEpilogue *epilogue)
       : b(b), ops(operands), model(model), lanes(model.target.lanes),
-        rows(model.tileRows), cols(model.tileCols), zeroInit(zeroInit),
+        rows(model.tileRows), cols(model.tileCols),
+        bf16Products(model.bf16Products), zeroInit(zeroInit),
         epilogue(epilogue) {}
 
   /// The product over columns [nBegin, nEnd) of C, at the builder's
@@ -76,8 +78,8 @@ private:
   void emitPacked(mlir::Value nBegin, mlir::Value nEnd);
   void emitPanel(mlir::ImplicitLocOpBuilder &ib, mlir::Value panel,
                  mlir::Value m0, mlir::Value k0, mlir::Value kc, int64_t mr);
-  mlir::Value readWeightBlock(mlir::ImplicitLocOpBuilder &ib,
-                              mlir::Value row, mlir::Value col);
+  mlir::Value readWeightBlock(mlir::ImplicitLocOpBuilder &ib, mlir::Value row,
+                              mlir::Value col);
   void emitPack(mlir::ImplicitLocOpBuilder &ib, mlir::Value packed,
                 mlir::Value n0, mlir::Value k0, mlir::Value nc, mlir::Value kc,
                 mlir::Value ncTiles);
@@ -85,6 +87,25 @@ private:
                 mlir::Value panel, mlir::Value m0, mlir::Value n0,
                 mlir::Value n1, mlir::Value k0, mlir::Value kc, mlir::Value k,
                 int64_t mr);
+  mlir::scf::ForOp emitTileProducts(mlir::ImplicitLocOpBuilder &ib,
+                                    mlir::Value packed, mlir::Value panel,
+                                    llvm::ArrayRef<mlir::Value> rowIdx,
+                                    mlir::Value n1, mlir::Value k0,
+                                    mlir::Value kc, int64_t mr,
+                                    mlir::ValueRange acc);
+
+  // PackedGemmBf16.cpp: the same loop nest on bf16 pairs (vdpbf16ps).
+  mlir::Value pairsIn(mlir::ImplicitLocOpBuilder &ib, mlir::Value kc);
+  void emitPackBf16(mlir::ImplicitLocOpBuilder &ib, mlir::Value packed,
+                    mlir::Value n0, mlir::Value k0, mlir::Value kc,
+                    mlir::Value ncTiles);
+  void emitPanelBf16(mlir::ImplicitLocOpBuilder &ib, mlir::Value panel,
+                     mlir::Value m0, mlir::Value k0, mlir::Value kc,
+                     int64_t mr);
+  mlir::scf::ForOp emitTileProductsBf16(mlir::ImplicitLocOpBuilder &ib,
+                                        mlir::Value packed, mlir::Value panel,
+                                        mlir::Value n1, mlir::Value kc,
+                                        int64_t mr, mlir::ValueRange acc);
 
   // Epilogues.cpp: the fused element-wise epilogue on vectors.
   llvm::SmallVector<mlir::Value> readRowVectors(mlir::ImplicitLocOpBuilder &ib,
@@ -106,6 +127,8 @@ private:
   const CpuCostModel &model;
   /// f32 lanes per vector, rows and columns of a register tile.
   int64_t lanes, rows, cols;
+  /// The packed kernel multiplies bf16 pairs (PackedGemmBf16.cpp).
+  bool bf16Products;
   bool zeroInit;
   const KernelEpilogue *epilogue;
   mlir::Type f32;

@@ -44,6 +44,18 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
     ModuleOp module = getOperation();
     CpuCostModel model =
         CpuCostModel::forTarget(VectorTarget{lanes, registers});
+    if (precision != "f32" && precision != "bf16") {
+      module.emitError() << "attn-matmul-to-vector: unknown precision '"
+                         << precision << "'; expected f32 or bf16";
+      return signalPassFailure();
+    }
+    model.bf16Products = precision == "bf16";
+    if (model.bf16Products && lanes != 16) {
+      module.emitError() << "attn-matmul-to-vector: bf16 products need "
+                            "AVX512-BF16's 16-lane vectors, not "
+                         << static_cast<int64_t>(lanes);
+      return signalPassFailure();
+    }
     SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
     module.walk([&](linalg::LinalgOp op) {
       if (std::optional<MatmulOperands> operands = matchMatmul(op))

@@ -45,14 +45,27 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
   Value packCols = arith::MinSIOp::create(
       b, index(blockN),
       roundUp(b, arith::SubIOp::create(b, nEnd, nBegin), cols));
-  auto packType =
-      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
+  // bf16 products pack pairs along K: half the rows, twice the columns.
+  if (bf16Products) {
+    packRows = arith::DivUIOp::create(b, packRows, index(2));
+    packCols = arith::MulIOp::create(b, packCols, index(2));
+  }
+  auto packType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                  bf16Products ? b.getBF16Type() : f32);
   Value packed = memref::AllocaOp::create(
       b, packType, ValueRange{packRows, packCols}, b.getI64IntegerAttr(64));
   // A stored [K, M]: the rows of one register tile, a column block of A,
-  // copied into a KC x MR panel so that the tile reads it contiguously.
+  // copied into a KC x MR panel so that the tile reads it contiguously;
+  // bf16 products copy every A into a panel of pairs.
   Value panel;
-  if (ops.transposedA)
+  if (bf16Products)
+    panel = memref::AllocaOp::create(
+        b,
+        MemRefType::get(ops.transposedA ? ArrayRef<int64_t>{blockK / 2, rows}
+                                        : ArrayRef<int64_t>{rows, blockK / 2},
+                        b.getI32Type()),
+        ValueRange{}, b.getI64IntegerAttr(64));
+  else if (ops.transposedA)
     panel = memref::AllocaOp::create(b, MemRefType::get({blockK, rows}, f32),
                                      ValueRange{}, b.getI64IntegerAttr(64));
   // Rows covered by whole MR-row tiles.
@@ -72,13 +85,18 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
                   jb, index(blockK), arith::SubIOp::create(jb, k, k0));
               // Whole register tiles of columns (the pack is zero-padded).
               Value ncTiles = roundUp(jb, nc, cols);
-              emitPack(jb, packed, n0, k0, nc, kc, ncTiles);
+              if (bf16Products)
+                emitPackBf16(jb, packed, n0, k0, kc, ncTiles);
+              else
+                emitPack(jb, packed, n0, k0, nc, kc, ncTiles);
               auto rowLoop = [&](Value from, Value to, int64_t mr) {
                 scf::ForOp::create(
                     jb, from, to, index(mr), ValueRange{},
                     [&](OpBuilder &mb, Location loc, Value m0, ValueRange) {
                       ImplicitLocOpBuilder ob(loc, mb);
-                      if (panel)
+                      if (bf16Products)
+                        emitPanelBf16(ob, panel, m0, k0, kc, mr);
+                      else if (panel)
                         emitPanel(ob, panel, m0, k0, kc, mr);
                       scf::ForOp::create(ob, index(0), nc, index(cols),
                                          ValueRange{},
@@ -127,17 +145,17 @@ void MatmulEmitter::emitPanel(ImplicitLocOpBuilder &ib, Value panel, Value m0,
 /// <= K, the rows being whole blocks of 32.
 Value MatmulEmitter::readWeightBlock(ImplicitLocOpBuilder &ib, Value row,
                                      Value col) {
-  Value lastRow = arith::SubIOp::create(
-      ib, memref::DimOp::create(ib, ops.b, 0), index(ib, 1));
+  Value lastRow = arith::SubIOp::create(ib, memref::DimOp::create(ib, ops.b, 0),
+                                        index(ib, 1));
   Value block = arith::ConstantOp::create(
       ib, DenseElementsAttr::get(VectorType::get({lanes, lanes}, f32),
                                  ib.getF32FloatAttr(0)));
   for (int64_t i = 0; i < lanes; ++i) {
     Value r = arith::MinSIOp::create(
         ib, arith::AddIOp::create(ib, row, index(ib, i)), lastRow);
-    block = vector::InsertOp::create(
-        ib, readWeights(ib, r, col, /*inBounds=*/true), block,
-        ArrayRef<int64_t>{i});
+    block =
+        vector::InsertOp::create(ib, readWeights(ib, r, col, /*inBounds=*/true),
+                                 block, ArrayRef<int64_t>{i});
   }
   return block;
 }
@@ -238,7 +256,43 @@ void MatmulEmitter::emitTile(ImplicitLocOpBuilder &ib, Value packed,
   } else {
     acc = readC(ib);
   }
-  auto loop = scf::ForOp::create(
+  scf::ForOp loop =
+      bf16Products
+          ? emitTileProductsBf16(ib, packed, panel, n1, kc, mr, acc)
+          : emitTileProducts(ib, packed, panel, rowIdx, n1, k0, kc, mr, acc);
+  auto storeC = [&](ImplicitLocOpBuilder &sb) {
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nv; ++j)
+        vector::TransferWriteOp::create(sb, loop.getResult(i * nv + j), ops.c,
+                                        ValueRange{rowIdx[i], colIdx[j]},
+                                        ArrayRef<bool>{false});
+  };
+  if (!epilogue)
+    return storeC(ib);
+  Value last = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq,
+                                     arith::AddIOp::create(ib, k0, kc), k);
+  auto branch = scf::IfOp::create(ib, last, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(ib);
+  ib.setInsertionPointToStart(branch.thenBlock());
+  for (int64_t j = 0; j < nv; ++j) {
+    SmallVector<Value> rowVectors = readRowVectors(ib, colIdx[j]);
+    for (int64_t i = 0; i < mr; ++i)
+      storeEpilogue(ib, loop.getResult(i * nv + j), rowIdx[i], colIdx[j],
+                    rowVectors);
+  }
+  ib.setInsertionPointToStart(branch.elseBlock());
+  storeC(ib);
+}
+
+/// The f32 register tile's products over the packed k block: for each k,
+/// acc[i][j] = fma(broadcast A[m0 + i, k0 + k], Bp[k, n1 + j * lanes]).
+scf::ForOp MatmulEmitter::emitTileProducts(ImplicitLocOpBuilder &ib,
+                                           Value packed, Value panel,
+                                           ArrayRef<Value> rowIdx, Value n1,
+                                           Value k0, Value kc, int64_t mr,
+                                           ValueRange acc) {
+  int64_t nv = cols / lanes;
+  return scf::ForOp::create(
       ib, index(ib, 0), kc, index(ib, 1), acc,
       [&](OpBuilder &kb, Location loc, Value kk, ValueRange state) {
         ImplicitLocOpBuilder lb(loc, kb);
@@ -263,28 +317,6 @@ void MatmulEmitter::emitTile(ImplicitLocOpBuilder &ib, Value packed,
         }
         scf::YieldOp::create(lb, next);
       });
-  auto storeC = [&](ImplicitLocOpBuilder &sb) {
-    for (int64_t i = 0; i < mr; ++i)
-      for (int64_t j = 0; j < nv; ++j)
-        vector::TransferWriteOp::create(sb, loop.getResult(i * nv + j), ops.c,
-                                        ValueRange{rowIdx[i], colIdx[j]},
-                                        ArrayRef<bool>{false});
-  };
-  if (!epilogue)
-    return storeC(ib);
-  Value last = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq,
-                                     arith::AddIOp::create(ib, k0, kc), k);
-  auto branch = scf::IfOp::create(ib, last, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(ib);
-  ib.setInsertionPointToStart(branch.thenBlock());
-  for (int64_t j = 0; j < nv; ++j) {
-    SmallVector<Value> rowVectors = readRowVectors(ib, colIdx[j]);
-    for (int64_t i = 0; i < mr; ++i)
-      storeEpilogue(ib, loop.getResult(i * nv + j), rowIdx[i], colIdx[j],
-                    rowVectors);
-  }
-  ib.setInsertionPointToStart(branch.elseBlock());
-  storeC(ib);
 }
 
 /// ceil(v / multiple) * multiple.
