@@ -18,6 +18,7 @@ config.test_exec_root = os.path.join(config.attn_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%models", os.path.join(config.attn_src_root, "models")))
+config.substitutions.append(("%scripts", os.path.join(config.attn_src_root, "scripts")))
 
 # The example models of the language specification, beside the checkout in
 # ../shared/spec/examples: they must compile unchanged, while the copies in

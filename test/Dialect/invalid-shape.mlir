@@ -1,7 +1,7 @@
 // RUN: attnc-opt %s -split-input-file -verify-diagnostics
 
 // Invalid shape ops: reshape, transpose, split_heads, merge_heads, concat,
-// slice, take, broadcast, gather, positions and sinusoidal.
+// slice, take, broadcast, gather, positions, sinusoidal and rope.
 
 // Tests that reshape keeps the element type.
 func.func @reshape_element_type(%x: tensor<6xf32>) {
@@ -384,5 +384,63 @@ func.func @sinusoidal_length() {
 func.func @sinusoidal_rank(%n: index) {
   // expected-error @+1 {{'attn.sinusoidal' op result #0 must be 2D tensor of floating-point values, but got 'tensor<?x8x64xf32>'}}
   %0 = attn.sinusoidal %n : tensor<?x8x64xf32>
+  return
+}
+
+// -----
+
+// Tests that rope's features pair up: an odd count is refused.
+func.func @rope_odd(%x: tensor<?x?x7xf32>, %p: tensor<?xi32>) {
+  // expected-error @+2 {{the last dimension of 'tensor<?x?x7xf32>' must be static and even}}
+  // expected-error @+1 {{'attn.rope' op failed to infer returned types}}
+  %0 = attn.rope %x, %p base 1.000000e+04 : (tensor<?x?x7xf32>, tensor<?xi32>) -> tensor<?x?x7xf32>
+  return
+}
+
+// -----
+
+// Tests that rope's feature count is static.
+func.func @rope_dynamic_features(%x: tensor<?x?x?xf32>, %p: tensor<?xi32>) {
+  // expected-error @+2 {{the last dimension of 'tensor<?x?x?xf32>' must be static and even}}
+  // expected-error @+1 {{'attn.rope' op failed to infer returned types}}
+  %0 = attn.rope %x, %p base 1.000000e+04 : (tensor<?x?x?xf32>, tensor<?xi32>) -> tensor<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Tests that rope takes one position per row.
+func.func @rope_positions(%x: tensor<2x8x16xf32>, %p: tensor<9xi32>) {
+  // expected-error @+2 {{positions 'tensor<9xi32>' do not number the rows of 'tensor<2x8x16xf32>'}}
+  // expected-error @+1 {{'attn.rope' op failed to infer returned types}}
+  %0 = attn.rope %x, %p base 1.000000e+04 : (tensor<2x8x16xf32>, tensor<9xi32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+// Tests that rope needs rows and features.
+func.func @rope_rank(%x: tensor<16xf32>, %p: tensor<1xi32>) {
+  // expected-error @+2 {{expected a [..., T, D] input, got 'tensor<16xf32>'}}
+  // expected-error @+1 {{'attn.rope' op failed to infer returned types}}
+  %0 = attn.rope %x, %p base 1.000000e+04 : (tensor<16xf32>, tensor<1xi32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+// Tests that rope's base is positive.
+func.func @rope_base(%x: tensor<?x16xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'attn.rope' op attribute 'base' failed to satisfy constraint: 64-bit float attribute whose value is positive}}
+  %0 = attn.rope %x, %p base 0.000000e+00 : (tensor<?x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// Tests that rope's positions are i32.
+func.func @rope_position_type(%x: tensor<?x16xf32>, %p: tensor<?xi64>) {
+  // expected-error @+1 {{'attn.rope' op operand #1 must be 1D tensor of 32-bit signless integer values}}
+  %0 = attn.rope %x, %p base 1.000000e+04 : (tensor<?x16xf32>, tensor<?xi64>) -> tensor<?x16xf32>
   return
 }

@@ -2,7 +2,7 @@
 // RUN: attnc-opt %s --mlir-print-op-generic | attnc-opt | FileCheck %s
 
 // Round trips of the shape ops: reshape, transpose, split_heads, merge_heads,
-// concat, slice, take, broadcast, gather, positions and sinusoidal.
+// concat, slice, take, broadcast, gather, positions, sinusoidal and rope.
 
 // CHECK-LABEL: func.func @reshape_dynamic
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<?x?x192xf32>, %[[B:[^:]+]]: index, %[[T:[^:]+]]: index)
@@ -171,5 +171,18 @@ func.func @sinusoidal(%t: index) {
   %c8 = arith.constant 8 : index
   %0 = attn.sinusoidal %t : tensor<?x512xf32>
   %1 = attn.sinusoidal %c8 : tensor<8x64xbf16>
+  return
+}
+
+// CHECK-LABEL: func.func @rope
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x4x?x32xf32>, %[[P:[^:]+]]: tensor<?xi32>, %[[Y:[^:]+]]: tensor<8x6xbf16>, %[[Q:[^:]+]]: tensor<8xi32>)
+// CHECK: attn.rope %[[X]], %[[P]] base 1.000000e+04 : (tensor<?x4x?x32xf32>, tensor<?xi32>) -> tensor<?x4x?x32xf32>
+// CHECK: attn.rope %[[X]], %[[P]] base 5.000000e+05 inverse : (tensor<?x4x?x32xf32>, tensor<?xi32>) -> tensor<?x4x?x32xf32>
+// CHECK: attn.rope %[[Y]], %[[Q]] base 1.000000e+04 : (tensor<8x6xbf16>, tensor<8xi32>) -> tensor<8x6xbf16>
+// Tests the rotation and its inverse on heads, and on a rank-2 bf16 input.
+func.func @rope(%x: tensor<?x4x?x32xf32>, %p: tensor<?xi32>, %y: tensor<8x6xbf16>, %q: tensor<8xi32>) {
+  %0 = attn.rope %x, %p base 1.000000e+04 : (tensor<?x4x?x32xf32>, tensor<?xi32>) -> tensor<?x4x?x32xf32>
+  %1 = attn.rope %x, %p base 5.000000e+05 inverse : (tensor<?x4x?x32xf32>, tensor<?xi32>) -> tensor<?x4x?x32xf32>
+  %2 = attn.rope %y, %q base 1.000000e+04 : (tensor<8x6xbf16>, tensor<8xi32>) -> tensor<8x6xbf16>
   return
 }

@@ -61,13 +61,20 @@ bool Lexer::nextLineBeginsStatement() const {
   const char *word = ptr;
   while (ptr != buffer.end() && isIdentifierChar(*ptr))
     ++ptr;
-  switch (getKeywordKind(llvm::StringRef(word, ptr - word))) {
+  TokenKind kind = getKeywordKind(llvm::StringRef(word, ptr - word));
+  if (kind == TokenKind::kw_model) {
+    // `model NAME` and `model = ...` begin a statement; `model(x)` and
+    // `model.norm` (an instance of that name) continue an expression.
+    while (ptr != buffer.end() && (*ptr == ' ' || *ptr == '\t'))
+      ++ptr;
+    return ptr == buffer.end() || (*ptr != '(' && *ptr != '.');
+  }
+  switch (kind) {
   case TokenKind::kw_block:
   case TokenKind::kw_buffer:
   case TokenKind::kw_fn:
   case TokenKind::kw_import:
   case TokenKind::kw_let:
-  case TokenKind::kw_model:
   case TokenKind::kw_param:
   case TokenKind::kw_return:
   case TokenKind::kw_train:

@@ -138,6 +138,14 @@ private:
     return success();
   }
 
+  /// Whether the token is `model` naming an instance (Hugging Face's
+  /// `model.layers.N` prefix) rather than starting a model declaration:
+  /// `model = ...` declares one; in an expression, `model` can only be a
+  /// name.
+  bool atModelInstanceDecl() {
+    return tok.is(TokenKind::kw_model) && peek().is(TokenKind::equal);
+  }
+
   /// A member or statement ends at a newline, or at the `}` that closes its
   /// body (left for the body to consume), or at the end of the file.
   LogicalResult expectEndOfLine(const llvm::Twine &what) {
@@ -411,6 +419,7 @@ bool Parser::parseBodyLines(SMLoc openLoc, const std::string &owner,
   auto beginsEnclosingConstruct = [&] {
     switch (tok.getKind()) {
     case TokenKind::kw_model:
+      return !atModelInstanceDecl();
     case TokenKind::kw_block:
       return true;
     case TokenKind::kw_let:
@@ -479,6 +488,10 @@ MemberPtr Parser::parseMember() {
     return parseTrainDecl();
   case TokenKind::identifier:
     return parseLayerOrRepeatDecl();
+  case TokenKind::kw_model:
+    if (atModelInstanceDecl())
+      return parseLayerOrRepeatDecl();
+    [[fallthrough]];
   default:
     (void)emitExpected("a member ('let', 'param', 'buffer', 'init', 'fn', "
                        "'train' or 'name = layer(...)')");
@@ -500,8 +513,9 @@ MemberPtr Parser::parseLetDecl() {
   return std::make_unique<LetDecl>(getLoc(nameLoc), name, std::move(value));
 }
 
-/// layer-decl  ::= IDENT '=' IDENT call-args
-/// repeat-decl ::= IDENT '=' 'repeat' '(' expr ')' IDENT call-args
+/// layer-decl  ::= member-name '=' IDENT call-args
+/// repeat-decl ::= member-name '=' 'repeat' '(' expr ')' IDENT call-args
+/// member-name ::= IDENT | 'model'
 MemberPtr Parser::parseLayerOrRepeatDecl() {
   std::string name = tok.getSpelling().str();
   SMLoc nameLoc = tok.getLoc();
@@ -948,7 +962,7 @@ ExprPtr Parser::parseUnary() {
                                      std::move(operand));
 }
 
-/// postfix ::= primary (call-args | '.' IDENT)*
+/// postfix ::= primary (call-args | '.' (IDENT | 'model'))*
 ExprPtr Parser::parsePostfix() {
   ExprPtr expr = parsePrimary();
   if (!expr)
@@ -968,9 +982,10 @@ ExprPtr Parser::parsePostfix() {
       if (failed(scope.enter(tok.getLoc())))
         return nullptr;
       consume();
-      std::string member;
-      SMLoc memberLoc;
-      if (failed(parseIdentifier(member, memberLoc, "a member name after '.'")))
+      std::string member = tok.getSpelling().str();
+      SMLoc memberLoc = tok.getLoc();
+      if (!consumeIf(TokenKind::kw_model) &&
+          failed(parseIdentifier(member, memberLoc, "a member name after '.'")))
         return nullptr;
       expr = std::make_unique<MemberExpr>(getLoc(memberLoc), std::move(expr),
                                           member);
@@ -980,7 +995,7 @@ ExprPtr Parser::parsePostfix() {
   }
 }
 
-/// primary ::= INTEGER | FLOAT | 'true' | 'false' | IDENT
+/// primary ::= INTEGER | FLOAT | 'true' | 'false' | IDENT | 'model'
 ///           | '(' expr ')'
 ///           | '[' (expr (',' expr)* ','?)? ']'
 ExprPtr Parser::parsePrimary() {
@@ -1005,7 +1020,8 @@ ExprPtr Parser::parsePrimary() {
     consume();
     return expr;
   }
-  case TokenKind::identifier: {
+  case TokenKind::identifier:
+  case TokenKind::kw_model: {
     auto expr = std::make_unique<NameExpr>(getLoc(loc), tok.getSpelling());
     consume();
     return expr;

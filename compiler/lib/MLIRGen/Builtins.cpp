@@ -302,6 +302,7 @@ public:
   EvalValue gather();
   EvalValue positions();
   EvalValue sinusoidal();
+  EvalValue rope();
   EvalValue dropout();
   EvalValue crossEntropy();
   EvalValue castElements();
@@ -367,6 +368,7 @@ static const BuiltinFunction kBuiltinFunctions[] = {
     {"gather", &BuiltinCall::gather},
     {"positions", &BuiltinCall::positions},
     {"sinusoidal", &BuiltinCall::sinusoidal},
+    {"rope", &BuiltinCall::rope},
     {"dropout", &BuiltinCall::dropout},
     {"cross_entropy", &BuiltinCall::crossEntropy},
     {"cast", &BuiltinCall::castElements},
@@ -856,6 +858,40 @@ EvalValue BuiltinCall::sinusoidal() {
   return EvalValue::ofTensor(SinusoidalOp::create(
       builder, loc, RankedTensorType::get({length, *d}, builder.getF32Type()),
       n, /*start=*/Value()));
+}
+
+EvalValue BuiltinCall::rope() {
+  auto bound = bind({{"x", true}, {"pos", true}, {"base", false}});
+  if (!bound)
+    return EvalValue::poison();
+  Value x = floatTensor((*bound)[0], "the argument of rope");
+  Value pos = elab.expectTensor(*(*bound)[1], "the positions");
+  std::optional<double> base =
+      (*bound)[2] ? elab.expectNumber(*(*bound)[2], "the base") : 10000.0;
+  if (!x || !pos || !base)
+    return EvalValue::poison();
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() < 2 || type.isDynamicDim(type.getRank() - 1) ||
+      type.getShape().back() % 2 != 0) {
+    error((*bound)[0]->loc)
+        << "rope needs x as [..., T, D] with D a constant even size, got "
+        << (*bound)[0]->value.describe();
+    return EvalValue::poison();
+  }
+  auto posType = cast<RankedTensorType>(pos.getType());
+  if (posType.getRank() != 1 || !posType.getElementType().isInteger(32)) {
+    error((*bound)[1]->loc) << "the positions of rope must be an i32[T] "
+                               "tensor like positions(T), got "
+                            << (*bound)[1]->value.describe();
+    return EvalValue::poison();
+  }
+  if (!(*base > 0) || !std::isfinite(*base)) {
+    error((*bound)[2]->loc)
+        << "the base of rope must be positive, got " << formatNumber(*base);
+    return EvalValue::poison();
+  }
+  return tensorResult(elab.tryCreate<RopeOp>(
+      loc, x, pos, builder.getF64FloatAttr(*base), UnitAttr()));
 }
 
 EvalValue BuiltinCall::dropout() {

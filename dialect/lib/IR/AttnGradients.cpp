@@ -517,6 +517,18 @@ SinusoidalOp::buildGradient(OpBuilder &, ValueRange,
   return success();
 }
 
+LogicalResult RopeOp::buildGradient(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  // A rotation's adjoint is its transpose, the rotation by the opposite
+  // angle; the positions are integers.
+  GradBuilder g(b, getLoc());
+  resetGrads(*this, operandGrads);
+  operandGrads[0] = RopeOp::create(
+      b, getLoc(), g.coerce(resultGrads[0], getInput()), getPositions(),
+      getBaseAttr(), getInverse() ? UnitAttr() : b.getUnitAttr());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions and reductions
 //===----------------------------------------------------------------------===//

@@ -135,6 +135,7 @@ ATTN_COMPATIBLE_RESULT_TYPES(ConcatOp)
 ATTN_COMPATIBLE_RESULT_TYPES(SliceOp)
 ATTN_COMPATIBLE_RESULT_TYPES(TakeOp)
 ATTN_COMPATIBLE_RESULT_TYPES(GatherOp)
+ATTN_COMPATIBLE_RESULT_TYPES(RopeOp)
 ATTN_COMPATIBLE_RESULT_TYPES(MatmulOp)
 ATTN_COMPATIBLE_RESULT_TYPES(LinearOp)
 ATTN_COMPATIBLE_RESULT_TYPES(ReduceOp)
@@ -363,6 +364,27 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   SmallVector<int64_t> shape(ids.getShape());
   shape.push_back(table.getDimSize(1));
   types.push_back(table.clone(shape));
+  return success();
+}
+
+/// Rotary embeddings keep the input's type; the features pair up, so their
+/// count is static and even, and the positions number the rows.
+LogicalResult RopeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                       Adaptor adaptor, InferredTypes &types) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  RankedTensorType positions = rankedType(adaptor.getPositions());
+  if (input.getRank() < 2)
+    return emitOptionalError(loc, "expected a [..., T, D] input, got ",
+                             quote(input));
+  int64_t features = input.getShape().back();
+  if (features == kDynamic || features % 2 != 0)
+    return emitOptionalError(loc, "the last dimension of ", quote(input),
+                             " must be static and even");
+  int64_t rows = input.getDimSize(input.getRank() - 2);
+  if (failed(mergeDim(rows, positions.getDimSize(0))))
+    return emitOptionalError(loc, "positions ", quote(positions),
+                             " do not number the rows of ", quote(input));
+  types.push_back(input);
   return success();
 }
 

@@ -56,6 +56,10 @@ bool isPositionwise(Operation *op, const llvm::DenseSet<Value> &dependent) {
     return lastAxis(logSoftmax.getAxis());
   if (auto reduce = dyn_cast<ReduceOp>(op))
     return lastAxis(reduce.getAxis()) && !reduce.getMask();
+  // A rotation by angles of positions that follow the tokens: those are
+  // renumbered from the cache length, as positions(T) is.
+  if (auto rope = dyn_cast<RopeOp>(op))
+    return dependent.contains(rope.getPositions());
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return !dependent.contains(matmul.getRhs());
   if (auto sdpa = dyn_cast<SdpaOp>(op))

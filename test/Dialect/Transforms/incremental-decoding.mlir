@@ -65,3 +65,54 @@ module {
 }
 // CHECK-LABEL: func.func @forward(
 // CHECK-NOT: func.func @prefill
+
+// -----
+
+// Tests that rope at positions(T) is position-wise: the model gets prefill
+// and decode_step, whose rotations take the positions numbered from the
+// cache length.
+module {
+  attn.param @wte : tensor<16x8xf32> init normal [0.0, 1.0]
+  func.func @forward(%tokens: tensor<?x?xi32> {attn.dims = ["B", "T"], attn.name = "tokens"}) -> tensor<?x?x16xf32> {
+    %w = attn.get_param @wte : tensor<16x8xf32>
+    %x = attn.gather %w, %tokens : (tensor<16x8xf32>, tensor<?x?xi32>) -> tensor<?x?x8xf32>
+    %t = attn.dim %tokens, 1 : tensor<?x?xi32>
+    %p = attn.positions %t : tensor<?xi32>
+    %h = attn.split_heads %x, 2 : (tensor<?x?x8xf32>) -> tensor<?x2x?x4xf32>
+    %q = attn.rope %h, %p base 1.000000e+04 : (tensor<?x2x?x4xf32>, tensor<?xi32>) -> tensor<?x2x?x4xf32>
+    %o = attn.sdpa %q, %q, %h mask causal : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+    %m = attn.merge_heads %o : (tensor<?x2x?x4xf32>) -> tensor<?x?x8xf32>
+    %wt = attn.transpose %w, [1, 0] : (tensor<16x8xf32>) -> tensor<8x16xf32>
+    %l = attn.matmul %m, %wt : (tensor<?x?x8xf32>, tensor<8x16xf32>) -> tensor<?x?x16xf32>
+    return %l : tensor<?x?x16xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @prefill(
+// CHECK: %[[LEN:.*]] = attn.kv_cache_length : index
+// CHECK: %[[P:.*]] = attn.positions %{{.*}} start %[[LEN]]
+// CHECK: %[[Q:.*]] = attn.rope %{{.*}}, %[[P]] base
+// CHECK: attn.kv_cache_append %[[Q]], %{{.*}} slot 0
+// CHECK-LABEL: func.func @decode_step(
+// CHECK: %[[LEN:.*]] = attn.kv_cache_length : index
+// CHECK: %[[P:.*]] = attn.positions %{{.*}} start %[[LEN]]
+// CHECK: attn.rope %{{.*}}, %[[P]] base {{.*}} : (tensor<?x2x1x4xf32>, tensor<?xi32>) -> tensor<?x2x1x4xf32>
+
+// -----
+
+// Tests that rope at positions that do not follow the tokens (a constant
+// table) disqualifies a model: they would not be renumbered in decode_step.
+module {
+  func.func @forward(%tokens: tensor<?x?xi32>) -> tensor<?x?x4xf32> {
+    %c = arith.constant dense<1.0> : tensor<4x4xf32>
+    %x = attn.gather %c, %tokens : (tensor<4x4xf32>, tensor<?x?xi32>) -> tensor<?x?x4xf32>
+    %h = attn.split_heads %x, 1 : (tensor<?x?x4xf32>) -> tensor<?x1x?x4xf32>
+    %p = arith.constant dense<[3, 1, 4, 1]> : tensor<4xi32>
+    %q = attn.rope %h, %p base 1.000000e+04 : (tensor<?x1x?x4xf32>, tensor<4xi32>) -> tensor<?x1x?x4xf32>
+    %o = attn.sdpa %q, %q, %q mask causal : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+    %m = attn.merge_heads %o : (tensor<?x1x?x4xf32>) -> tensor<?x?x4xf32>
+    return %m : tensor<?x?x4xf32>
+  }
+}
+// CHECK-LABEL: func.func @forward(
+// CHECK-NOT: func.func @prefill

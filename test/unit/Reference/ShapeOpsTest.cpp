@@ -1,8 +1,8 @@
 //===- ShapeOpsTest.cpp - Reference shape ops -----------------------------===//
 //
 // Reshape, transpose, head split/merge, concat, slice, take, broadcast,
-// gather, positions and sinusoidal, each on a tiny input whose result is
-// written out by hand.
+// gather, positions, sinusoidal and rope, each on a tiny input whose result
+// is written out by hand.
 //
 //===----------------------------------------------------------------------===//
 
@@ -190,6 +190,30 @@ TEST_F(ShapeOpsTest, PositionsAndSinusoidalFromStart) {
   expectTensor(r[1], {1, 4},
                {0.9092974268256817, -0.4161468365471424, 0.01999866669333308,
                 0.9998000066665778});
+}
+
+// Tests rope's half rotation on D = 4 with base 100: feature j pairs with
+// j + 2 and turns by pos * 100^(-j/2) (angles pos and pos / 10); row 0 at
+// position 0 is unchanged, and the inverse rotation undoes the rotation.
+TEST_F(ShapeOpsTest, RopeRotatesHalves) {
+  const char *ir = R"mlir(
+    func.func @f(%x: tensor<1x2x4xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x4xf32>) {
+      %p = arith.constant dense<[0, 3]> : tensor<2xi32>
+      %0 = attn.rope %x, %p base 1.000000e+02 : (tensor<1x2x4xf32>, tensor<2xi32>) -> tensor<1x2x4xf32>
+      %1 = attn.rope %0, %p base 1.000000e+02 inverse : (tensor<1x2x4xf32>, tensor<2xi32>) -> tensor<1x2x4xf32>
+      return %0, %1 : tensor<1x2x4xf32>, tensor<1x2x4xf32>
+    })mlir";
+  std::vector<double> x = {1, 2, 3, 4, 1, 2, 3, 4};
+  auto r = run(ir, {f32({1, 2, 4}, x)});
+  ASSERT_EQ(r.size(), 2u);
+  double c0 = std::cos(3.0), s0 = std::sin(3.0);
+  double c1 = std::cos(0.3), s1 = std::sin(0.3);
+  // x * cos + rotate_half(x) * sin, rotate_half([1, 2, 3, 4]) = [-3, -4, 1, 2].
+  expectTensor(r[0], {1, 2, 4},
+               {1, 2, 3, 4, 1 * c0 - 3 * s0, 2 * c1 - 4 * s1, 3 * c0 + 1 * s0,
+                4 * c1 + 2 * s1},
+               1e-14);
+  expectTensor(r[1], {1, 2, 4}, x, 1e-14);
 }
 
 } // namespace

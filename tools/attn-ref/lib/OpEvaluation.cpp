@@ -370,6 +370,11 @@ static std::optional<LogicalResult> evaluateShapeOp(OpEval &e) {
         return e.result(positions(
             length, start ? static_cast<int64_t>(e.in(start)[0]) : 0));
       })
+      .Case([&](RopeOp ropeOp) {
+        return e.result(
+            rope(e.in(ropeOp.getInput()), e.in(ropeOp.getPositions()),
+                 ropeOp.getBase().convertToDouble(), ropeOp.getInverse()));
+      })
       .Case([&](SinusoidalOp sinusoidalOp) -> LogicalResult {
         auto type = cast<RankedTensorType>(sinusoidalOp.getType());
         auto length =

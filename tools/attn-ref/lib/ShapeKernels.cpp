@@ -1,7 +1,8 @@
 //===- ShapeKernels.cpp - Reference kernels that move elements ------------===//
 //
 // Reshape, transpose, the head split and merge of attention, concat, slice,
-// take, broadcast, the embedding gather and the position tables.
+// take, broadcast, the embedding gather, the position tables and the rotary
+// embedding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -225,6 +226,35 @@ Tensor attn::reference::sinusoidal(int64_t length, int64_t d, DType dtype,
           static_cast<double>(start + i) /
           std::pow(10000.0, static_cast<double>(twoJ) / static_cast<double>(d));
       result[i * d + c] = c % 2 == 0 ? std::sin(angle) : std::cos(angle);
+    }
+  }
+  return result;
+}
+
+Expected<Tensor> attn::reference::rope(const Tensor &input,
+                                       const Tensor &positions, double base,
+                                       bool inverse) {
+  int64_t rank = input.getRank();
+  if (rank < 2 || input.getDimSize(rank - 1) % 2 != 0)
+    return makeError("rope needs a [..., T, D] input with D even, got " +
+                     input.describe());
+  int64_t rows = input.getDimSize(rank - 2), d = input.getDimSize(rank - 1);
+  if (positions.getRank() != 1 || positions.getDimSize(0) != rows)
+    return makeError("rope's positions " + positions.describe() +
+                     " do not number the rows of " + input.describe());
+  int64_t half = d / 2;
+  Tensor result(input.getDType(), input.getShape());
+  for (int64_t row = 0; row < input.getNumElements() / d; ++row) {
+    double position = positions[row % rows];
+    for (int64_t j = 0; j < half; ++j) {
+      // The pair (j, j + D/2) turns by position * base^(-2j/D).
+      double angle = position * std::pow(base, -2.0 * static_cast<double>(j) /
+                                                   static_cast<double>(d));
+      double c = std::cos(angle);
+      double s = inverse ? -std::sin(angle) : std::sin(angle);
+      double first = input[row * d + j], second = input[row * d + j + half];
+      result[row * d + j] = first * c - second * s;
+      result[row * d + j + half] = second * c + first * s;
     }
   }
   return result;

@@ -21,6 +21,7 @@ void populateAttnToLinalgPatterns(RewritePatternSet &patterns,
                                   const ConvertAttnToLinalgOptions &options) {
   populateElementwisePatterns(patterns);
   populateShapePatterns(patterns);
+  populateRotaryPatterns(patterns);
   populateContractionPatterns(patterns);
   populateDequantizePatterns(patterns);
   populateNormalizationPatterns(patterns);

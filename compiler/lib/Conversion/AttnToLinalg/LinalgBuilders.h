@@ -200,6 +200,7 @@ struct AttentionTiles {
 /// Patterns of each op family.
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
+void populateRotaryPatterns(mlir::RewritePatternSet &patterns);
 void populateContractionPatterns(mlir::RewritePatternSet &patterns);
 void populateDequantizePatterns(mlir::RewritePatternSet &patterns);
 void populateNormalizationPatterns(mlir::RewritePatternSet &patterns);

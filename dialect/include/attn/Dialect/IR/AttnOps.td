@@ -39,6 +39,8 @@ class Attn_F64Constraint<string pred, string what> : AttrConstraint<
     what>;
 def Attn_NonNegativeF64 : ConfinedAttr<F64Attr,
     [Attn_F64Constraint<">= 0.0", "whose value is non-negative">]>;
+def Attn_PositiveF64 : ConfinedAttr<F64Attr,
+    [Attn_F64Constraint<"> 0.0", "whose value is positive">]>;
 def Attn_UnitIntervalF64 : ConfinedAttr<F64Attr,
     [Attn_F64Constraint<">= 0.0", "whose value is non-negative">,
      Attn_F64Constraint<"<= 1.0", "whose value is at most 1">]>;
@@ -608,6 +610,31 @@ def Attn_SinusoidalOp : Attn_Op<"sinusoidal", [Pure, Attn_Grad]> {
   let results = (outs 2DTensorOf<[AnyFloat]>:$result);
   let assemblyFormat = "$length (`start` $start^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+def Attn_RopeOp : Attn_Op<"rope", [Pure, Attn_Infer, Attn_Grad]> {
+  let summary = "Rotary position embedding in the half-rotation form";
+  let description = [{
+    Rotates each pair of features `(j, j + D/2)` of `input: [..., T, D]`
+    (`D` static and even) by the angle `positions[t] * base^(-2j/D)`, as
+    Hugging Face's Llama applies rotary embeddings:
+    `input * cos + rotate_half(input) * sin` with
+    `rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2])` and the angles
+    repeated over both halves. `positions: [T]` numbers the rows. With
+    `inverse` the rotation is by the opposite angle (sin negated): the
+    adjoint of the rotation, which the gradient uses.
+
+    ```mlir
+    %q = attn.rope %x, %pos base 1.000000e+04 : (tensor<?x4x?x32xf32>, tensor<?xi32>) -> tensor<?x4x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, 1DTensorOf<[I32]>:$positions,
+                       Attn_PositiveF64:$base, UnitAttr:$inverse);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions `base` $base (`inverse` $inverse^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -103,6 +103,11 @@ Tensor positions(int64_t length, int64_t start = 0);
 /// The [length, d] table PE[i, 2j] = sin(p / 10000^(2j/d)),
 /// PE[i, 2j+1] = cos(p / 10000^(2j/d)) for position p = start + i.
 Tensor sinusoidal(int64_t length, int64_t d, DType dtype, int64_t start = 0);
+/// The rotary embedding of Hugging Face's Llama on `input` [..., T, D] at
+/// `positions` [T]: each pair (j, j + D/2) rotated by the angle
+/// positions[t] * base^(-2j/D), by its opposite when `inverse`.
+llvm::Expected<Tensor> rope(const Tensor &input, const Tensor &positions,
+                            double base, bool inverse);
 
 //===----------------------------------------------------------------------===//
 // Contractions and reductions
