@@ -24,7 +24,12 @@ path, with the key/value cache, when the model has them); PyTorch with a
 hand-written key/value cache over the same module's weights; attnc also
 built with each of --weight-formats (`attnc --weights bf16|int8`: the
 products read a bf16 or Q8_0 copy of their weights), whose decode bound
-counts the products' weights at that size. --rounds
+counts the products' weights at that size.
+
+--precisions bf16 (default where the CPU has AVX512-BF16): the models built
+with `attnc --precision bf16` too ("attnc bf16-products": products on
+bf16 operands with f32 accumulation), in the forward, generate, prefill
+and train rows, and the gemm section's products built so (columns "bf16"). --rounds
 rounds, systems in turn, medians; each round starts with the read loop of
 `peak` (0.5 s on 1 and 2 threads), whose medians give the decode step's
 bound: the host's bandwidth moves over minutes, so the bound is measured
@@ -100,7 +105,7 @@ Usage: bench.py [--only SECTIONS] [--build DIR] [--attnc PATH] [--models a,b]
                 [--gen-new N] [--train-budget S] [--gemm-m LIST]
                 [--gemm-bwd-m LIST] [--gemm-budget S] [--sdpa-t LIST]
                 [--sdpa-budget S] [--peak-seconds S] [--no-torch] [--reuse]
-                [--weight-formats bf16,int8]
+                [--weight-formats bf16,int8] [--precisions bf16]
 """
 
 import argparse
@@ -748,11 +753,13 @@ class Bench:
         self.cc = shutil.which("clang-22") or shutil.which("cc")
         self.notes = []
 
-    def driver(self, name, src, sources, label=None, weights="f32"):
-        """Compiles `src` (model `name`) with attnc (`--weights`) unless
-        --reuse finds an object newer than every file of `sources`, and
-        links driver.c with it: the driver's path."""
-        variant = name + ("" if weights == "f32" else "-" + weights)
+    def driver(self, name, src, sources, label=None, weights="f32",
+               precision="f32"):
+        """Compiles `src` (model `name`) with attnc (`--weights`,
+        `--precision`) unless --reuse finds an object newer than every file
+        of `sources`, and links driver.c with it: the driver's path."""
+        variant = (name + ("" if weights == "f32" else "-" + weights) +
+                   ("" if precision == "f32" else "-p" + precision))
         obj = os.path.join(self.work, variant + ".o")
         exe = os.path.join(self.work, variant + "-bench")
         label = label or variant
@@ -762,7 +769,8 @@ class Bench:
         else:
             log(f"[{label}] attnc compile")
             t0 = time.perf_counter()
-            run([self.attnc, "compile", src, "--weights", weights, "-o", obj])
+            run([self.attnc, "compile", src, "--weights", weights, "--precision",
+                 precision, "-o", obj])
             self.notes.append(f"{label}: `attnc compile` {time.perf_counter() - t0:.1f} s")
         run([self.cc, "-O2", "-o", exe, os.path.join(ROOT, "tools", "bench", "driver.c"), obj,
              self.runtime, f"-DMODEL_INFO={name}_model_info",
@@ -919,7 +927,8 @@ def run_gemm(bench, peak):
     # call. Keeping the heap makes the figure the product's, as OpenBLAS's
     # (writing into a buffer it was given) is.
     heap = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "17179869184"}
-    rows, ratios, rates = [], {}, {}
+    rows, ratios, rates, bf16_ratios = [], {}, {}, {}
+    bf16 = "bf16" in args.precisions.split(",")
     forward_m = [int(x) for x in args.gemm_m.split(",")]
     backward_m = [int(x) for x in args.gemm_bwd_m.split(",") if x]
     try:
@@ -929,6 +938,11 @@ def run_gemm(bench, peak):
             src = bench.generated_model(f"gemm_{model}", text)
             exe = bench.driver(f"gemm_{model}", src, [bench.attnc, src])
             attnc = {t: AttncProcess(exe, "-", t, heap) for t in THREADS}
+            if bf16:
+                exe16 = bench.driver(f"gemm_{model}", src, [bench.attnc, src],
+                                     precision="bf16")
+                attnc.update({("bf16", t): AttncProcess(exe16, "-", t, heap)
+                              for t in THREADS})
             try:
                 for layer, K, N in layers:
                     for M in sorted(set(forward_m) | set(backward_m)):
@@ -943,6 +957,10 @@ def run_gemm(bench, peak):
                                     lambda reps, t=t: attnc[t].call(entry, reps, shapes))
                                 runners[f"OpenBLAS/{t}"] = (
                                     lambda reps, t=t: blas.sgemm(ta, tb, m, n, k, t, reps))
+                                if bf16:
+                                    runners[f"bf16/{t}"] = (
+                                        lambda reps, t=t: attnc[("bf16", t)].call(
+                                            entry, reps, shapes))
                             res = time_kernel(runners, args.gemm_budget, args.rounds,
                                               {f"OpenBLAS/{THREADS[-1]}": 0.1})
                             flops = 2.0 * m * n * k
@@ -954,6 +972,10 @@ def run_gemm(bench, peak):
                                 group = ("M <= 8" if M <= 8 else "M >= 256", t)
                                 ratios.setdefault(group, []).append(a / b)
                                 rates.setdefault(group, []).append((a, b))
+                                if bf16:
+                                    c = flops / res[f"bf16/{t}"] * 1e-9
+                                    row += [f"{c:.1f}", f"{c / b:.2f}"]
+                                    bf16_ratios.setdefault(group, []).append(c / b)
                             rows.append(row)
             finally:
                 for p in attnc.values():
@@ -978,6 +1000,10 @@ def run_gemm(bench, peak):
             line += (f"; median GFLOP/s as % of the FMA peak: attnc {100 * med(0) / fma:.0f} %, "
                      f"OpenBLAS {100 * med(1) / fma:.0f} %")
         summary.append(line)
+    for (group, t), r in sorted(bf16_ratios.items()):
+        geo = math.exp(sum(math.log(x) for x in r) / len(r))
+        summary.append(f"GEMM {group}, {t} thread(s): attnc --precision bf16 / OpenBLAS "
+                       f"f32 geometric mean {geo:.2f} over {len(r)} products")
     return rows, summary
 
 
@@ -1209,6 +1235,11 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
         flops_at, weight_bytes = model_flops(weights)
 
         systems = {f"attnc/{t}": AttncProcess(exe, weights, t) for t in THREADS}
+        # The --precisions builds: every row, products on bf16 operands.
+        for precision in [p for p in args.precisions.split(",") if p]:
+            exe_p = bench.driver(model, src, sources, precision=precision)
+            systems.update({f"attnc {precision}-products/{t}":
+                            AttncProcess(exe_p, weights, t) for t in THREADS})
         # The inference-only builds of --weight-formats: generate rows only.
         formats = [f for f in args.weight_formats.split(",") if f]
         decoders = dict(systems)
@@ -1271,7 +1302,10 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                                  len(runs[name])))
                     step = gen[name][1]
                     bw = statistics.median(reads[int(threads)])
+                    # A --weights build's products stream that format;
+                    # the others' (bf16 products included) stream f32.
                     fmt = system.split(" ")[1] if system.startswith("attnc ") else "f32"
+                    fmt = "f32" if fmt.endswith("-products") else fmt
                     streamed = decode_bytes(weights, fmt)
                     bound = streamed / (bw * 1e9) if bw else None
                     decode_rows.append((
@@ -1361,6 +1395,9 @@ def main():
     parser.add_argument("--weight-formats", default="bf16,int8",
                         help="generate and prefill rows of attnc builds with these "
                              "--weights too (empty: none)")
+    parser.add_argument("--precisions", default=None,
+                        help="attnc builds with these --precision too (default: bf16 "
+                             "where the CPU has AVX512-BF16; empty: none)")
     parser.add_argument("--dp-steps", type=int, default=6,
                         help="train steps per run of the dp section (the first is a "
                              "warm-up)")
@@ -1391,6 +1428,9 @@ def main():
         return torch_worker(args)
     if args.sdpa_worker:
         return sdpa_worker()
+    if args.precisions is None:
+        flags = cpu_fields().get("flags", "").split()
+        args.precisions = "bf16" if "avx512_bf16" in flags else ""
     sections = [x for x in args.only.split(",") if x]
     for x in sections:
         if x not in SECTIONS:
@@ -1441,9 +1481,12 @@ def main():
     if gemm_rows:
         print("\nGEMM, GFLOP/s (2 m n k / seconds per call, median); ratio = attnc / OpenBLAS;"
               " m x n x k: C[m, n] = A[m, k] B[k, n]; M = B*T:\n")
-        t1, t2 = THREADS
-        print(markdown(("model", "product", "M", "m x n x k", f"attnc/{t1}", f"OpenBLAS/{t1}",
-                        "ratio", f"attnc/{t2}", f"OpenBLAS/{t2}", "ratio"), gemm_rows))
+        header = ["model", "product", "M", "m x n x k"]
+        for t in THREADS:
+            header += [f"attnc/{t}", f"OpenBLAS/{t}", "ratio"]
+            if "bf16" in args.precisions.split(","):
+                header += [f"attnc bf16/{t}", "bf16 ratio"]
+        print(markdown(header, gemm_rows))
         print()
         for line in gemm_summary:
             print(line)
