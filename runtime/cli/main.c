@@ -15,6 +15,7 @@
 #include "command.h"
 #include "data.h"
 #include "dist.h"
+#include "suggest.h"
 
 /*===- Messages -----------------------------------------------------------===*/
 
@@ -183,7 +184,8 @@ static const cli_command COMMANDS[] = {
      FORWARD_OPTIONS, attn_cmd_forward},
     {"generate", "generate text, byte by byte or token by token",
      "-w W.safetensors --prompt TEXT [--tokens N] [--temperature X]\n"
-     "                  [--top-k K] [--top-p P] [--seed N] [--ids-out IDS.npy]\n"
+     "                  [--top-k K] [--top-p P] [--seed N] [--ids-out "
+     "IDS.npy]\n"
      "                  [--tokenizer DIR]",
      "Generates text byte by byte (or, with --tokenizer, GPT-2 token by\n"
      "token), writing the prompt and then each new token's text to\n"
@@ -229,8 +231,9 @@ static void print_usage(FILE *f, const char *prog, const attn_model_info *m) {
           m->name, m->target ? m->target : "?");
   for (const cli_command *c = COMMANDS; c->name; ++c)
     fprintf(f, "  %-10s%s\n", c->name, c->summary);
-  fprintf(f, "\nEvery command takes --threads N (default: all cores); "
-             "'%s COMMAND --help'\ndescribes its options.\n",
+  fprintf(f,
+          "\nEvery command takes --threads N (default: all cores); "
+          "'%s COMMAND --help'\ndescribes its options.\n",
           prog);
 }
 
@@ -268,8 +271,14 @@ int attn_main(int argc, char **argv, const attn_model_info *model) {
   const cli_command *cmd = COMMANDS;
   while (cmd->name && strcmp(cmd->name, argv[1]) != 0)
     ++cmd;
-  if (!cmd->name)
+  if (!cmd->name) {
+    const char *meant = attn_cli_closest(argv[1], COMMANDS,
+                                         (size_t)(cmd - COMMANDS), sizeof *cmd);
+    if (meant)
+      return attn_cli_usage_error(
+          &c, "unknown command '%s'; did you mean '%s'?", argv[1], meant);
     return attn_cli_usage_error(&c, "unknown command '%s'", argv[1]);
+  }
   c.command = cmd->name;
   int st = attn_cli_parse_options(&c, cmd, argc, argv, 2);
   if (st >= 0)

@@ -17,6 +17,7 @@
 
 #include "command.h"
 #include "data.h"
+#include "suggest.h"
 
 /*===- The table ----------------------------------------------------------===*/
 
@@ -43,7 +44,7 @@ typedef enum real_range {
 
 typedef struct option {
   const char *name;
-  const char *value;   /* the value's name in --help */
+  const char *value; /* the value's name in --help */
   option_kind kind;
   size_t field;        /* offsetof(cli, ...) of a field the kind names */
   int slot;            /* HYPER_OPT_* of the hyper kinds */
@@ -53,16 +54,18 @@ typedef struct option {
 } option;
 
 #define TEXT(NAME, VALUE, FIELD)                                               \
-  {NAME, VALUE, OPTION_TEXT, offsetof(cli, FIELD), 0, 0, 0, REAL_NONNEG, NULL}
+  { NAME, VALUE, OPTION_TEXT, offsetof(cli, FIELD), 0, 0, 0, REAL_NONNEG, NULL }
 #define INT(NAME, VALUE, FIELD, LO, HI, EXPECTS)                               \
-  {NAME,        VALUE, OPTION_INT, offsetof(cli, FIELD), 0, LO, HI,           \
-   REAL_NONNEG, EXPECTS}
+  {                                                                            \
+    NAME, VALUE, OPTION_INT, offsetof(cli, FIELD), 0, LO, HI, REAL_NONNEG,     \
+        EXPECTS                                                                \
+  }
 #define REAL(NAME, VALUE, FIELD, RANGE, EXPECTS)                               \
-  {NAME, VALUE, OPTION_REAL, offsetof(cli, FIELD), 0, 0, 0, RANGE, EXPECTS}
+  { NAME, VALUE, OPTION_REAL, offsetof(cli, FIELD), 0, 0, 0, RANGE, EXPECTS }
 #define HYPER_INT(NAME, VALUE, SLOT, EXPECTS)                                  \
-  {NAME, VALUE, OPTION_HYPER_INT, 0, SLOT, 0, INT32_MAX, REAL_NONNEG, EXPECTS}
+  { NAME, VALUE, OPTION_HYPER_INT, 0, SLOT, 0, INT32_MAX, REAL_NONNEG, EXPECTS }
 #define HYPER_REAL(NAME, VALUE, SLOT, RANGE, EXPECTS)                          \
-  {NAME, VALUE, OPTION_HYPER_REAL, 0, SLOT, 0, 0, RANGE, EXPECTS}
+  { NAME, VALUE, OPTION_HYPER_REAL, 0, SLOT, 0, 0, RANGE, EXPECTS }
 
 #define POSITIVE "a positive integer"
 #define NONNEG "a non-negative integer"
@@ -83,10 +86,9 @@ static const option OPTIONS[] = {
     TEXT("--ids", "IDS", ids),
     {"--ignore-extra", "", OPTION_FLAG, offsetof(cli, ignore_extra), 0, 0, 0,
      REAL_NONNEG, "no value"},
-    {"--shard-optimizer", "", OPTION_FLAG, offsetof(cli, shard_optimizer), 0,
-     0, 0, REAL_NONNEG, "no value"},
-    {"--in", "ARG=FILE", OPTION_INPUT, 0, 0, 0, 0, REAL_NONNEG,
-     "ARG=FILE.npy"},
+    {"--shard-optimizer", "", OPTION_FLAG, offsetof(cli, shard_optimizer), 0, 0,
+     0, REAL_NONNEG, "no value"},
+    {"--in", "ARG=FILE", OPTION_INPUT, 0, 0, 0, 0, REAL_NONNEG, "ARG=FILE.npy"},
     {"--seed", "N", OPTION_SEED, offsetof(cli, seed), 0, 0, 0, REAL_NONNEG,
      NONNEG},
     {"--format", "F", OPTION_FORMAT, 0, 0, 0, 0, REAL_NONNEG,
@@ -156,6 +158,21 @@ static const option *find_option(const char *name) {
   return NULL;
 }
 
+/* The option of `cmd` (or a common one) a misspelt `name` most likely
+ * meant, or NULL. */
+static const char *closest_option(const cli_command *cmd, const char *name) {
+  const char *names[128];
+  size_t n = 0;
+  for (const cli_command_option *list = cmd->options; list && list->name;
+       ++list)
+    if (n < 128)
+      names[n++] = list->name;
+  for (const cli_command_option *list = COMMON_OPTIONS; list->name; ++list)
+    if (n < 128)
+      names[n++] = list->name;
+  return attn_cli_closest(name, names, n, sizeof names[0]);
+}
+
 static int lists(const cli_command_option *list, const char *name) {
   for (; list->name; ++list)
     if (strcmp(list->name, name) == 0)
@@ -217,8 +234,12 @@ static int store(cli *c, const option *o, const char *v) {
   int64_t i;
   double x;
   switch (o->kind) {
-  case OPTION_TEXT: *(const char **)(void *)field = v; return 1;
-  case OPTION_FLAG: *(int *)(void *)field = 1; return 1;
+  case OPTION_TEXT:
+    *(const char **)(void *)field = v;
+    return 1;
+  case OPTION_FLAG:
+    *(int *)(void *)field = 1;
+    return 1;
   case OPTION_INPUT: /* set_option keeps num_ins below MAX_INS */
     if (!is_binding(v))
       return 0;
@@ -229,8 +250,10 @@ static int store(cli *c, const option *o, const char *v) {
       return 0;
     c->has_seed = 1;
     return 1;
-  case OPTION_INT: return parse_i64(v, o->lo, o->hi, (int64_t *)(void *)field);
-  case OPTION_REAL: return parse_real(v, o->range, (double *)(void *)field);
+  case OPTION_INT:
+    return parse_i64(v, o->lo, o->hi, (int64_t *)(void *)field);
+  case OPTION_REAL:
+    return parse_real(v, o->range, (double *)(void *)field);
   case OPTION_HYPER_INT:
     if (!parse_i64(v, o->lo, o->hi, &i))
       return 0;
@@ -309,8 +332,8 @@ static int set_option(cli *c, const option *o, const char *v) {
   if (o->kind == OPTION_INPUT && c->num_ins == MAX_INS && is_binding(v))
     return attn_cli_usage_error(c, "more than %d --in options", MAX_INS);
   if (!store(c, o, v))
-    return attn_cli_usage_error(c, "%s takes %s, not '%s'", o->name,
-                                o->expects, v);
+    return attn_cli_usage_error(c, "%s takes %s, not '%s'", o->name, o->expects,
+                                v);
   return -1;
 }
 
@@ -334,9 +357,15 @@ int attn_cli_parse_options(cli *c, const cli_command *cmd, int argc,
     const char *canonical = canonical_name(name);
     const option *o = find_option(canonical);
     if (!o ||
-        !(lists(cmd->options, canonical) || lists(COMMON_OPTIONS, canonical)))
+        !(lists(cmd->options, canonical) || lists(COMMON_OPTIONS, canonical))) {
+      const char *meant = closest_option(cmd, name);
+      if (meant)
+        return attn_cli_usage_error(
+            c, "unknown option '%s' for '%s'; did you mean '%s'?", name,
+            cmd->name, meant);
       return attn_cli_usage_error(c, "unknown option '%s' for '%s'", name,
                                   cmd->name);
+    }
     const char *value;
     if (o->kind == OPTION_FLAG) {
       if (eq)

@@ -162,6 +162,13 @@ def test_usage():
         (["generate", "-w", "w", "--prompt", "a", "--tokens", "many"], "--tokens takes"),
         (["forward", "--threads", "0"], "--threads takes an integer in 1..1024"),
         (["generate", "-o", "x"], "unknown option '-o' for 'generate'"),
+        # A misspelling within max(1, length / 3) edits names what it meant
+        # (a swap of neighbours is one edit); a word far from every name
+        # suggests nothing.
+        (["trian"], "unknown command 'trian'; did you mean 'train'?"),
+        (["generate", "--temprature", "0"],
+         "unknown option '--temprature' for 'generate'; did you mean '--temperature'?"),
+        (["init", "--sede", "1"], "unknown option '--sede' for 'init'; did you mean '--seed'?"),
     ]
     for args, needle in cases:
         st, out, err = run(*args)
