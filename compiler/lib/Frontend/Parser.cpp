@@ -549,9 +549,13 @@ MemberPtr Parser::parseLayerOrRepeatDecl() {
         tok.is(TokenKind::integer) || tok.is(TokenKind::floating) ||
         tok.is(TokenKind::kw_true) || tok.is(TokenKind::kw_false) ||
         tok.is(TokenKind::minus) || tok.is(TokenKind::l_paren);
-    (void)emitExpected("a layer call after '='",
-                       looksLikeConstant ? "; constants are declared with 'let'"
-                                         : "");
+    // `w = param f32[...]`: a raw parameter written as a layer.
+    const char *hint =
+        looksLikeConstant ? "; constants are declared with 'let'"
+        : tok.is(TokenKind::kw_param)
+            ? "; a parameter is declared as 'param NAME: f32[...]'"
+            : "";
+    (void)emitExpected("a layer call after '='", hint);
     return nullptr;
   }
 
