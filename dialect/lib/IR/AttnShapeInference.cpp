@@ -579,7 +579,7 @@ static FailureOr<RankedTensorType> inferAttention(OptLoc loc, Value query,
   int64_t queryHeads = q.getDimSize(1);
   FailureOr<int64_t> heads = mergeDim(queryHeads, *kvHeads);
   if (failed(heads)) {
-    if (queryHeads % *kvHeads != 0) {
+    if (queryHeads == 0 || *kvHeads == 0 || queryHeads % *kvHeads != 0) {
       (void)emitOptionalError(loc, "query ", quote(q), " has ", queryHeads,
                               " heads, not a multiple of the ", *kvHeads,
                               " heads of key ", quote(k), " and value ",
