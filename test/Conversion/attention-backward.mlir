@@ -2,6 +2,7 @@
 // RUN:   | FileCheck %s --implicit-check-not=256x256 --implicit-check-not=attn.sdpa_grad --implicit-check-not=linalg.transpose
 // RUN: attnc-opt %s --attn-opt-to-loops \
 // RUN:   | FileCheck %s --check-prefix=LOOPS --implicit-check-not=256x256
+// RUN: attnc-opt %s --attn-opt-to-loops | FileCheck %s --check-prefix=GROUPED
 
 // attn.sdpa_grad becomes a flash-attention backward loop nest: per batch and
 // head, a first pass over query tiles computes delta = rowsum(dO * O) and,
@@ -99,4 +100,51 @@ func.func @dropout_padding(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %
 func.func @forward_logsumexp(%q: tensor<2x4x256x16xf32>, %k: tensor<2x4x256x16xf32>, %v: tensor<2x4x256x16xf32>, %o: tensor<2x4x256x16xf32>, %do: tensor<2x4x256x16xf32>, %lse: tensor<2x4x256xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>) {
   %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do logsumexp %lse : (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>)
   return %dq, %dk, %dv : tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>
+}
+
+// Tests grouped-query attention's backward (4 query heads, 2 key/value
+// heads): the loops run over batches and key/value heads; q, dO and dQ (and
+// the forward's logsumexp) are viewed as [B, 2, 2, T, D] without a copy; each
+// key tile's dK and dV accumulate over a loop over the 2 query heads of the
+// group (head kv * 2 + member), whose tiles are read and dQ written at
+// (batch, kv, member).
+// CHECK-LABEL: func.func @grouped
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x4x256x16xf32>, %[[K:[^:]+]]: tensor<2x2x256x16xf32>, %[[V:[^:]+]]: tensor<2x2x256x16xf32>, %{{[^:]+}}: tensor<2x4x256x16xf32>, %{{[^:]+}}: tensor<2x4x256x16xf32>, %[[LSE:[^:]+]]: tensor<2x4x256xf32>)
+// CHECK: %[[QG:.*]] = tensor.expand_shape %[[Q]] {{\[\[}}0], [1, 2], [3], [4]] output_shape [2, 2, 2, 256, 16] : tensor<2x4x256x16xf32> into tensor<2x2x2x256x16xf32>
+// CHECK: %[[DQ0:.*]] = tensor.expand_shape %{{[0-9]+}} {{.*}} : tensor<2x4x256x16xf32> into tensor<2x2x2x256x16xf32>
+// CHECK: %[[LSEG:.*]] = tensor.expand_shape %[[LSE]] {{\[\[}}0], [1, 2], [3]] output_shape [2, 2, 2, 256] : tensor<2x4x256xf32> into tensor<2x2x2x256xf32>
+// CHECK: scf.for %[[B:[^ ]*]] = {{.*}} iter_args(%{{.*}} = %[[DQ0]],
+// CHECK: scf.for %[[KV:[^ ]*]] = %{{.*}} to %[[NKV:[^ ]*]] step
+// Pass 1 per query head of the group, into [2, T] statistics:
+// CHECK: %[[DELTA:.*]] = scf.for %[[M:[^ ]*]] = %{{.*}} to %[[G:[^ ]*]] step %{{.*}} -> (tensor<2x?xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[M]], 0] [1, %{{.*}}] [1, 1] : tensor<?xf32> into tensor<2x?xf32>
+// CHECK: %[[LSEKV:.*]] = tensor.extract_slice %[[LSEG]][%[[B]], %[[KV]], 0, 0] [1, 1, 2, %{{.*}}] [1, 1, 1, 1] : tensor<2x2x2x256xf32> to tensor<2x?xf32>
+// Pass 2: the key tile of the key/value head, then the group's query heads.
+// CHECK: scf.for %[[S0:[^ ]*]] =
+// CHECK: tensor.extract_slice %[[K]][%[[B]], %[[KV]], %[[S0]], 0]
+// CHECK: tensor.extract_slice %[[V]][%[[B]], %[[KV]], %[[S0]], 0]
+// CHECK: scf.for %[[M2:[^ ]*]] = %{{.*}} to %[[G]] step %{{.*}} iter_args(%[[DK:.*]] = %{{.*}}, %[[DV:.*]] = %{{.*}}, %[[DQ:.*]] = %{{.*}}) -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<2x2x2x256x16xf32>)
+// CHECK: %[[BASE:.*]] = arith.muli %[[KV]], %[[G]] : index
+// CHECK: arith.addi %[[BASE]], %[[M2]] : index
+// CHECK: tensor.extract_slice %[[DELTA]][%[[M2]], 0] [1, %{{.*}}] [1, 1] : tensor<2x?xf32> to tensor<?xf32>
+// CHECK: tensor.extract_slice %[[LSEKV]][%[[M2]], 0] [1, %{{.*}}] [1, 1] : tensor<2x?xf32> to tensor<?xf32>
+// CHECK: scf.for %[[T0:[^ ]*]] =
+// CHECK: tensor.extract_slice %[[QG]][%[[B]], %[[KV]], %[[M2]], %[[T0]], 0] [1, 1, 1, %{{.*}}, 16] [1, 1, 1, 1, 1] : tensor<2x2x2x256x16xf32> to tensor<?x16xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[KV]], %[[M2]], %[[T0]], 0] [1, 1, 1, %{{.*}}, 16] [1, 1, 1, 1, 1] : tensor<?x16xf32> into tensor<2x2x2x256x16xf32>
+// The group's sums land in the key/value head's dK and dV:
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[KV]], %[[S0]], 0] [1, 1, %{{.*}}, 16] [1, 1, 1, 1] : tensor<?x16xf32> into tensor<2x2x256x16xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[KV]], %[[S0]], 0] [1, 1, %{{.*}}, 16] [1, 1, 1, 1] : tensor<?x16xf32> into tensor<2x2x256x16xf32>
+// CHECK: %[[DQF:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<2x2x2x256x16xf32> into tensor<2x4x256x16xf32>
+// CHECK: %[[DQR:.*]] = tensor.cast %[[DQF]]
+// CHECK: return %[[DQR]], %{{.*}}, %{{.*}} : tensor<2x4x256x16xf32>, tensor<2x2x256x16xf32>, tensor<2x2x256x16xf32>
+
+// The (batch, key/value head) nest runs on the thread pool: every write
+// (dK, dV and the [B, 2, 2, T, D] view of dQ) is at that iteration's slice.
+// GROUPED-LABEL: func.func @grouped
+// GROUPED: call @attn_parallel_for_sized
+// GROUPED: call @attn_parallel_for_sized
+// GROUPED: return
+func.func @grouped(%q: tensor<2x4x256x16xf32>, %k: tensor<2x2x256x16xf32>, %v: tensor<2x2x256x16xf32>, %o: tensor<2x4x256x16xf32>, %do: tensor<2x4x256x16xf32>, %lse: tensor<2x4x256xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x2x256x16xf32>, tensor<2x2x256x16xf32>) {
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do logsumexp %lse mask causal : (tensor<2x4x256x16xf32>, tensor<2x2x256x16xf32>, tensor<2x2x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x2x256x16xf32>, tensor<2x2x256x16xf32>)
+  return %dq, %dk, %dv : tensor<2x4x256x16xf32>, tensor<2x2x256x16xf32>, tensor<2x2x256x16xf32>
 }

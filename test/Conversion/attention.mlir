@@ -144,3 +144,31 @@ func.func @logsumexp(%q: tensor<2x4x256x16xf32>, %k: tensor<2x4x256x16xf32>, %v:
   %o, %lse = attn.sdpa %q, %k, %v mask causal logsumexp : (tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>, tensor<2x4x256x16xf32>) -> (tensor<2x4x256x16xf32>, tensor<2x4x256xf32>)
   return %o, %lse : tensor<2x4x256x16xf32>, tensor<2x4x256xf32>
 }
+
+// -----
+
+// Grouped-query attention: 4 query heads read 2 key/value heads. Query head
+// h reads the key and value tiles of head h floordiv 2 in place; the loops
+// run over the query heads as without groups.
+// CHECK-LABEL: func.func @grouped
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x4x256x16xf32>, %[[K:[^:]+]]: tensor<2x2x256x16xf32>, %[[V:[^:]+]]: tensor<2x2x256x16xf32>)
+// CHECK-NOT: tensor.expand_shape
+// CHECK: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %[[H:.*]] = %{{.*}} to %[[C4:.*]] step
+// CHECK: scf.for %[[T0:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[T0]], 0]
+// CHECK: %[[KVH:.*]] = arith.divui %[[H]], %[[C2:.*]] : index
+// CHECK: scf.for %[[S0:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: tensor.extract_slice %[[K]][%[[B]], %[[KVH]], %[[S0]], 0] [1, 1, %{{.*}}, 16] [1, 1, 1, 1] : tensor<2x2x256x16xf32> to tensor<?x16xf32>
+// CHECK: tensor.extract_slice %[[V]][%[[B]], %[[KVH]], %[[S0]], 0] [1, 1, %{{.*}}, 16] [1, 1, 1, 1] : tensor<2x2x256x16xf32> to tensor<?x16xf32>
+// CHECK: scf.for %[[S1:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: tensor.extract_slice %[[K]][%[[B]], %[[KVH]], %[[S1]], 0]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[H]], %[[T0]], 0]
+// CHECK: return %{{.*}} : tensor<2x4x256x16xf32>
+// LOOPS-LABEL: func.func @grouped
+// LOOPS-NOT: tensor<
+// LOOPS: return
+func.func @grouped(%q: tensor<2x4x256x16xf32>, %k: tensor<2x2x256x16xf32>, %v: tensor<2x2x256x16xf32>) -> tensor<2x4x256x16xf32> {
+  %0 = attn.sdpa %q, %k, %v mask causal : (tensor<2x4x256x16xf32>, tensor<2x2x256x16xf32>, tensor<2x2x256x16xf32>) -> tensor<2x4x256x16xf32>
+  return %0 : tensor<2x4x256x16xf32>
+}

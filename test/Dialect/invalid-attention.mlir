@@ -42,6 +42,37 @@ func.func @sdpa_heads(%q: tensor<?x6x?x32xf32>, %k: tensor<?x6x?x32xf32>, %v: te
 
 // -----
 
+// Tests that the query's heads are a multiple of the key's and value's
+// (grouped-query attention).
+func.func @sdpa_group(%q: tensor<?x6x?x32xf32>, %k: tensor<?x4x?x32xf32>) {
+  // expected-error @+2 {{query 'tensor<?x6x?x32xf32>' has 6 heads, not a multiple of the 4 heads of key 'tensor<?x4x?x32xf32>' and value 'tensor<?x4x?x32xf32>'}}
+  // expected-error @+1 {{'attn.sdpa' op failed to infer returned types}}
+  %0 = attn.sdpa %q, %k, %k : (tensor<?x6x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>) -> tensor<?x6x?x32xf32>
+  return
+}
+
+// -----
+
+// Tests that key and value without heads are not a group of the query's.
+func.func @sdpa_no_kv_heads(%q: tensor<?x6x?x32xf32>, %k: tensor<?x0x?x32xf32>) {
+  // expected-error @+2 {{query 'tensor<?x6x?x32xf32>' has 6 heads, not a multiple of the 0 heads of key 'tensor<?x0x?x32xf32>' and value 'tensor<?x0x?x32xf32>'}}
+  // expected-error @+1 {{'attn.sdpa' op failed to infer returned types}}
+  %0 = attn.sdpa %q, %k, %k : (tensor<?x6x?x32xf32>, tensor<?x0x?x32xf32>, tensor<?x0x?x32xf32>) -> tensor<?x6x?x32xf32>
+  return
+}
+
+// -----
+
+// Tests that grouped-query attention's result has the query's heads.
+func.func @sdpa_group_result(%q: tensor<?x6x?x32xf32>, %k: tensor<?x2x?x32xf32>) {
+  // expected-error @+2 {{'attn.sdpa' op inferred type(s) 'tensor<?x6x?x32xf32>' are incompatible with return type(s) of operation 'tensor<?x2x?x32xf32>'}}
+  // expected-error @+1 {{'attn.sdpa' op failed to infer returned types}}
+  %0 = attn.sdpa %q, %k, %k : (tensor<?x6x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>) -> tensor<?x2x?x32xf32>
+  return
+}
+
+// -----
+
 // Tests that query and key have one head size.
 func.func @sdpa_head_size(%q: tensor<?x6x?x32xf32>, %k: tensor<?x6x?x64xf32>) {
   // expected-error @+2 {{query 'tensor<?x6x?x32xf32>' and key 'tensor<?x6x?x64xf32>' have different head sizes}}

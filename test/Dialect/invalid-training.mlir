@@ -116,6 +116,14 @@ func.func @sdpa_grad_output(%q: tensor<2x4x16x32xf32>, %v: tensor<2x4x16x8xf32>,
 
 // -----
 
+// Tests that sdpa_grad checks the grouping of heads as sdpa does.
+func.func @sdpa_grad_group(%q: tensor<2x3x16x32xf32>, %k: tensor<2x2x16x32xf32>) {
+  // expected-error @+2 {{query 'tensor<2x3x16x32xf32>' has 3 heads, not a multiple of the 2 heads of key 'tensor<2x2x16x32xf32>' and value 'tensor<2x2x16x32xf32>'}}
+  // expected-error @+1 {{'attn.sdpa_grad' op failed to infer returned types}}
+  %0:3 = attn.sdpa_grad %q, %k, %k, %q, %q : (tensor<2x3x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x3x16x32xf32>, tensor<2x3x16x32xf32>) -> (tensor<2x3x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>)
+  return
+}
+
 // Tests that the adjoint of sdpa's output has the output's shape.
 func.func @sdpa_grad_grad_output(%q: tensor<?x4x?x32xf32>, %do: tensor<?x4x?x16xf32>) {
   // expected-error @+2 {{grad_output has type 'tensor<?x4x?x16xf32>' but 'tensor<?x4x?x32xf32>' was expected}}

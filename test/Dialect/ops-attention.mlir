@@ -24,6 +24,18 @@ func.func @sdpa_logsumexp(%q: tensor<?x6x?x32xf32>, %k: tensor<?x6x?x32xf32>, %v
   return %0, %1 : tensor<?x6x?x16xf32>, tensor<?x6x?xf32>
 }
 
+// CHECK-LABEL: func.func @sdpa_grouped
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x6x?x32xf32>, %[[K:[^:]+]]: tensor<?x2x?x32xf32>, %[[V:[^:]+]]: tensor<?x2x?x16xf32>)
+// CHECK: attn.sdpa %[[Q]], %[[K]], %[[V]] mask causal logsumexp : (tensor<?x6x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x16xf32>) -> (tensor<?x6x?x16xf32>, tensor<?x6x?xf32>)
+// CHECK: attn.sdpa %[[Q]], %[[K]], %[[V]] : (tensor<?x6x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x16xf32>) -> tensor<?x6x?x16xf32>
+// Tests grouped-query attention: 6 query heads share 2 key/value heads (3
+// each); the result and the logsumexp have the query's heads.
+func.func @sdpa_grouped(%q: tensor<?x6x?x32xf32>, %k: tensor<?x2x?x32xf32>, %v: tensor<?x2x?x16xf32>) {
+  %0, %1 = attn.sdpa %q, %k, %v mask causal logsumexp : (tensor<?x6x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x16xf32>) -> (tensor<?x6x?x16xf32>, tensor<?x6x?xf32>)
+  %2 = attn.sdpa %q, %k, %v : (tensor<?x6x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x16xf32>) -> tensor<?x6x?x16xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @sdpa_causal
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x6x?x32xf32>, %[[K:[^:]+]]: tensor<?x6x?x32xf32>, %[[V:[^:]+]]: tensor<?x6x?x32xf32>)
 // CHECK: attn.sdpa %[[Q]], %[[K]], %[[V]] mask causal : (tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>) -> tensor<?x6x?x32xf32>

@@ -82,6 +82,16 @@ func.func @sdpa_grad_logsumexp(%q: tensor<?x4x?x32xf32>, %lse: tensor<?x4x?xf32>
   return
 }
 
+// CHECK-LABEL: func.func @sdpa_grad_grouped
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x6x16x32xf32>, %[[K:[^:]+]]: tensor<2x2x16x32xf32>, %[[L:[^:]+]]: tensor<2x6x16xf32>)
+// CHECK: attn.sdpa_grad %[[Q]], %[[K]], %[[K]], %[[Q]], %[[Q]] logsumexp %[[L]] mask causal : (tensor<2x6x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16xf32>) -> (tensor<2x6x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>)
+// Tests grouped-query sdpa_grad: the adjoints of key and value have their
+// 2 heads, the query's, output's and logsumexp's 6.
+func.func @sdpa_grad_grouped(%q: tensor<2x6x16x32xf32>, %k: tensor<2x2x16x32xf32>, %lse: tensor<2x6x16xf32>) {
+  %0:3 = attn.sdpa_grad %q, %k, %k, %q, %q logsumexp %lse mask causal : (tensor<2x6x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16xf32>) -> (tensor<2x6x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @sdpa_grad_all
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x4x?x32xf32>, %[[K:[^:]+]]: tensor<?x4x?x32xf32>, %[[V:[^:]+]]: tensor<?x4x?x16xf32>, %[[O:[^:]+]]: tensor<?x4x?x16xf32>, %[[P:[^:]+]]: tensor<?x?xi1>)
 // CHECK: attn.sdpa_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[O]] key_padding %[[P]] scale 5.000000e-01 dropout 2.000000e-01 : (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?xi1>) -> (tensor<?x4x?x32xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?x16xf32>)

@@ -566,8 +566,9 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 // Attention
 //===----------------------------------------------------------------------===//
 
-/// The output type of attention over q [B, H, T, D], k [B, H, S, D],
-/// v [B, H, S, Dv] and an optional key padding [B, S].
+/// The output type of attention over q [B, H, T, D], k [B, H_kv, S, D],
+/// v [B, H_kv, S, Dv] (H a multiple of H_kv) and an optional key padding
+/// [B, S].
 static FailureOr<RankedTensorType> inferAttention(OptLoc loc, Value query,
                                                   Value key, Value value,
                                                   Value keyPadding) {
@@ -588,13 +589,26 @@ static FailureOr<RankedTensorType> inferAttention(OptLoc loc, Value query,
   FailureOr<int64_t> batch = mergeDim(q.getDimSize(0), k.getDimSize(0));
   if (succeeded(batch))
     batch = mergeDim(*batch, v.getDimSize(0));
-  FailureOr<int64_t> heads = mergeDim(q.getDimSize(1), k.getDimSize(1));
-  if (succeeded(heads))
-    heads = mergeDim(*heads, v.getDimSize(1));
-  if (failed(batch) || failed(heads)) {
-    (void)emitOptionalError(loc, "batch and head dimensions of query ", quote(q),
-                      ", key ", quote(k), " and value ", quote(v), " differ");
+  FailureOr<int64_t> kvHeads = mergeDim(k.getDimSize(1), v.getDimSize(1));
+  if (failed(batch) || failed(kvHeads)) {
+    (void)emitOptionalError(loc, "batch and head dimensions of query ",
+                            quote(q), ", key ", quote(k), " and value ",
+                            quote(v), " differ");
     return failure();
+  }
+  // Grouped-query attention: static head counts may differ when the key's
+  // divides the query's; a dynamic one is the other's.
+  int64_t queryHeads = q.getDimSize(1);
+  FailureOr<int64_t> heads = mergeDim(queryHeads, *kvHeads);
+  if (failed(heads)) {
+    if (queryHeads == 0 || *kvHeads == 0 || queryHeads % *kvHeads != 0) {
+      (void)emitOptionalError(loc, "query ", quote(q), " has ", queryHeads,
+                              " heads, not a multiple of the ", *kvHeads,
+                              " heads of key ", quote(k), " and value ",
+                              quote(v));
+      return failure();
+    }
+    heads = queryHeads;
   }
   if (failed(mergeDim(q.getDimSize(3), k.getDimSize(3)))) {
     (void)emitOptionalError(loc, "query ", quote(q), " and key ", quote(k),

@@ -116,3 +116,28 @@ module {
 }
 // CHECK-LABEL: func.func @forward(
 // CHECK-NOT: func.func @prefill
+
+// -----
+
+// Tests that grouped-query attention caches the key/value heads only: 4
+// query heads share 2 key/value heads, and the cache slot appends and
+// returns [B, 2, S, 4] keys and values.
+module {
+  attn.param @wte : tensor<16x16xf32> init normal [0.0, 1.0]
+  func.func @forward(%tokens: tensor<?x?xi32> {attn.dims = ["B", "T"], attn.name = "tokens"}) -> tensor<?x?x16xf32> {
+    %w = attn.get_param @wte : tensor<16x16xf32>
+    %x = attn.gather %w, %tokens : (tensor<16x16xf32>, tensor<?x?xi32>) -> tensor<?x?x16xf32>
+    %q = attn.split_heads %x, 4 : (tensor<?x?x16xf32>) -> tensor<?x4x?x4xf32>
+    %kv = attn.slice %x axis 2 [0, 8] : (tensor<?x?x16xf32>) -> tensor<?x?x8xf32>
+    %k = attn.split_heads %kv, 2 : (tensor<?x?x8xf32>) -> tensor<?x2x?x4xf32>
+    %o = attn.sdpa %q, %k, %k mask causal : (tensor<?x4x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x4x?x4xf32>
+    %m = attn.merge_heads %o : (tensor<?x4x?x4xf32>) -> tensor<?x?x16xf32>
+    return %m : tensor<?x?x16xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @prefill(
+// CHECK: %[[K:.*]], %[[V:.*]] = attn.kv_cache_append %[[NK:.*]], %[[NK]] slot 0 : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>)
+// CHECK: attn.sdpa %{{.*}}, %[[K]], %[[V]] mask causal : (tensor<?x4x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x4x?x4xf32>
+// CHECK-LABEL: func.func @decode_step(
+// CHECK: attn.kv_cache_append {{.*}} slot 0 : (tensor<?x2x1x4xf32>, tensor<?x2x1x4xf32>) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>)

@@ -86,3 +86,19 @@ func.func @attention_causal_padding(%q: tensor<?x2x?x16xf32> {attn.name = "q", a
   %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do key_padding %pad mask causal : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi1>) -> (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>)
   return %dq, %dk, %dv : tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>
 }
+
+// Grouped-query attention: 4 query heads read 2 key/value heads (the
+// forward's logsumexp shared with the backward).
+func.func @attention_grouped(%q: tensor<?x4x?x16xf32> {attn.name = "q", attn.dims = ["B", "", "T", ""]}, %k: tensor<?x2x?x16xf32> {attn.name = "k", attn.dims = ["B", "", "S", ""]}, %v: tensor<?x2x?x16xf32> {attn.name = "v", attn.dims = ["B", "", "S", ""]}, %do: tensor<?x4x?x16xf32> {attn.name = "do", attn.dims = ["B", "", "T", ""]}) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) {
+  %o = attn.sdpa %q, %k, %v mask causal : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do mask causal : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>)
+  return %o, %dq, %dk, %dv : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>
+}
+
+// Groups of 3 query heads, key padding, Dv != D, and statistics the
+// backward recomputes (the scales are spelled differently).
+func.func @attention_grouped_padding(%q: tensor<?x6x?x16xf32> {attn.name = "q", attn.dims = ["B", "", "T", ""]}, %k: tensor<?x2x?x16xf32> {attn.name = "k", attn.dims = ["B", "", "S", ""]}, %v: tensor<?x2x?x8xf32> {attn.name = "v", attn.dims = ["B", "", "S", ""]}, %do: tensor<?x6x?x8xf32> {attn.name = "do", attn.dims = ["B", "", "T", ""]}, %pad: tensor<?x?xi1> {attn.name = "pad", attn.dims = ["B", "S"]}) -> (tensor<?x6x?x8xf32>, tensor<?x6x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>) {
+  %o = attn.sdpa %q, %k, %v key_padding %pad mask causal scale 2.500000e-01 : (tensor<?x6x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x?xi1>) -> tensor<?x6x?x8xf32>
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do key_padding %pad mask causal : (tensor<?x6x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x6x?x8xf32>, tensor<?x6x?x8xf32>, tensor<?x?xi1>) -> (tensor<?x6x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>)
+  return %o, %dq, %dk, %dv : tensor<?x6x?x8xf32>, tensor<?x6x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>
+}

@@ -139,6 +139,48 @@ TEST(TrainingKernelsTest, SdpaGrad) {
   }
 }
 
+/// `x` [B, H_kv, S, D] with each head repeated `group` times in place, as
+/// `torch.repeat_interleave(x, group, dim=1)`.
+Tensor repeatHeads(const Tensor &x, int64_t group) {
+  llvm::ArrayRef<int64_t> shape = x.getShape();
+  Tensor out(x.getDType(), {shape[0], shape[1] * group, shape[2], shape[3]});
+  int64_t plane = shape[2] * shape[3];
+  for (int64_t i = 0; i < out.getNumElements(); ++i) {
+    int64_t head = i / plane % (shape[1] * group),
+            b = i / plane / (shape[1] * group);
+    out[i] = x[(b * shape[1] + head / group) * plane + i % plane];
+  }
+  return out;
+}
+
+// Tests grouped-query attention (4 query heads, 2 key/value heads, causal,
+// T = 3 < S = 4): the output is attention over keys and values repeated per
+// group, and the adjoints of keys and values, summed over each group, match
+// finite differences.
+TEST(TrainingKernelsTest, GroupedSdpaGrad) {
+  Values values(11);
+  Tensor q = values.next({2, 4, 3, 3}), k = values.next({2, 2, 4, 3}),
+         v = values.next({2, 2, 4, 2}), g = values.next({2, 4, 3, 2});
+  AttentionOptions options;
+  options.causal = true;
+  Tensor grouped = unwrap(sdpa(q, k, v, options));
+  Tensor repeated =
+      unwrap(sdpa(q, repeatHeads(k, 2), repeatHeads(v, 2), options));
+  ASSERT_EQ(formatShape(grouped.getShape()), "[2, 4, 3, 2]");
+  for (int64_t i = 0; i < grouped.getNumElements(); ++i)
+    EXPECT_NEAR(grouped[i], repeated[i], 1e-15) << "element " << i;
+  auto loss = [&] { return dot(unwrap(sdpa(q, k, v, options)), g); };
+  SdpaGradients grads = unwrap(sdpaGrad(q, k, v, g, options));
+  expectGradient(loss, q, grads.query, "grouped sdpa query");
+  expectGradient(loss, k, grads.key, "grouped sdpa key");
+  expectGradient(loss, v, grads.value, "grouped sdpa value");
+  // Three query heads do not share two key heads.
+  Tensor q3 = values.next({2, 3, 3, 3});
+  llvm::Expected<Tensor> bad = sdpa(q3, k, v, options);
+  ASSERT_FALSE(static_cast<bool>(bad));
+  llvm::consumeError(bad.takeError());
+}
+
 // Tests the adjoint of cross-entropy with ignored targets and label
 // smoothing, scaled by the loss's adjoint.
 TEST(TrainingKernelsTest, CrossEntropyGrad) {

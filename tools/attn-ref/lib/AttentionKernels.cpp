@@ -2,6 +2,9 @@
 //
 // sdpa and its adjoint, materialising each query's row of probabilities: the
 // plain definition the tiled, online-softmax lowerings are checked against.
+// With fewer key/value heads than query heads (grouped-query attention) each
+// query head reads its group's key and value head, and the adjoints of a
+// key/value head accumulate over the query heads of its group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +25,12 @@ namespace {
 
 /// The sizes of one attention problem, checked once.
 struct AttentionShape {
-  int64_t batch, heads, queries, keys, headDim, valueDim;
+  int64_t batch, heads, kvHeads, queries, keys, headDim, valueDim;
   double scale;
+
+  /// The key and value head query head h reads: the heads are grouped as
+  /// `torch.repeat_interleave(k, heads / kvHeads, dim=1)` groups them.
+  int64_t kvHead(int64_t h) const { return h / (heads / kvHeads); }
 };
 
 } // namespace
@@ -35,16 +42,13 @@ static Expected<AttentionShape> checkAttention(const Tensor &q, const Tensor &k,
     return makeError("query, key and value must be [B, H, T, D] tensors, got " +
                      q.describe() + ", " + k.describe() + " and " +
                      v.describe());
-  AttentionShape shape{q.getDimSize(0),
-                       q.getDimSize(1),
-                       q.getDimSize(2),
-                       k.getDimSize(2),
-                       q.getDimSize(3),
-                       v.getDimSize(3),
-                       0.0};
+  AttentionShape shape{
+      q.getDimSize(0), q.getDimSize(1), k.getDimSize(1), q.getDimSize(2),
+      k.getDimSize(2), q.getDimSize(3), v.getDimSize(3), 0.0};
   if (k.getDimSize(0) != shape.batch || v.getDimSize(0) != shape.batch ||
-      k.getDimSize(1) != shape.heads || v.getDimSize(1) != shape.heads ||
-      k.getDimSize(3) != shape.headDim || v.getDimSize(2) != shape.keys)
+      shape.kvHeads <= 0 || shape.heads % shape.kvHeads != 0 ||
+      v.getDimSize(1) != shape.kvHeads || k.getDimSize(3) != shape.headDim ||
+      v.getDimSize(2) != shape.keys)
     return makeError("query " + q.describe() + ", key " + k.describe() +
                      " and value " + v.describe() + " do not agree");
   if (const Tensor *p = opts.keyPadding) {
@@ -68,7 +72,7 @@ static double attentionRow(const Tensor &q, const Tensor &k,
                          int64_t t, std::vector<double> &probs) {
   int64_t numKeys = shape.keys, dim = shape.headDim;
   int64_t qBase = ((b * shape.heads + h) * shape.queries + t) * dim;
-  int64_t kBase = (b * shape.heads + h) * numKeys * dim;
+  int64_t kBase = (b * shape.kvHeads + shape.kvHead(h)) * numKeys * dim;
   double max = -std::numeric_limits<double>::infinity();
   std::vector<bool> masked(numKeys, false);
   for (int64_t s = 0; s < numKeys; ++s) {
@@ -130,7 +134,7 @@ Expected<Tensor> attn::reference::sdpa(const Tensor &query, const Tensor &key,
   std::vector<double> probs(numKeys);
   for (int64_t b = 0; b < shape->batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
-      int64_t vBase = (b * heads + h) * numKeys * dv;
+      int64_t vBase = (b * shape->kvHeads + shape->kvHead(h)) * numKeys * dv;
       for (int64_t t = 0; t < numQueries; ++t) {
         attentionRow(query, key, *shape, options, b, h, t, probs);
         applyDropout(options, (b * heads + h) * numQueries + t, probs, probs);
@@ -183,7 +187,7 @@ attn::reference::sdpaGrad(const Tensor &query, const Tensor &key,
       keepScale(numKeys, 1.0);
   for (int64_t b = 0; b < shape->batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
-      int64_t kvBase = (b * heads + h) * numKeys;
+      int64_t kvBase = (b * shape->kvHeads + shape->kvHead(h)) * numKeys;
       for (int64_t t = 0; t < numQueries; ++t) {
         attentionRow(query, key, *shape, options, b, h, t, probs);
         int64_t row = (b * heads + h) * numQueries + t;

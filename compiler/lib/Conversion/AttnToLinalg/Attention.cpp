@@ -6,7 +6,11 @@
 // (the online softmax), so only a Tq x Tk block of scores ever exists. With a
 // causal mask the key loop stops at the last key any query of the tile can
 // see, skipping the tiles above the diagonal. A query whose keys are all
-// masked gets zeros.
+// masked gets zeros. With fewer key/value heads than query heads
+// (grouped-query attention), query head h reads the key and value tiles of
+// head h floordiv (H / H_kv): the heads of a group are consecutive
+// iterations of the head loop, so their key/value head stays in cache and no
+// copy of it per query head exists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,10 +109,10 @@ Value applyAttentionDropout(OpBuilder &b, Location loc, Value weights,
 
 namespace {
 
-/// One tile of queries, rows [t0, t0 + rows) of (batch, head), and its slice
-/// of `q`.
+/// One tile of queries, rows [t0, t0 + rows) of (batch, head), its slice of
+/// `q`, and the key/value head the query head reads.
 struct QueryTile {
-  Value batch, head, t0, rows, q;
+  Value batch, head, t0, rows, q, kvHead;
 };
 
 /// The online softmax's running state of a query tile: each row's maximum
@@ -152,6 +156,8 @@ struct TiledSdpa {
   MLIRContext *context;
   Value q, k, v, keyPadding;
   bool causal;
+  /// Query heads per key/value head (1 without grouped-query attention).
+  int64_t group;
   Type element;
   Value zero, one, batches, heads, queries, keys, queryTile, keyTile;
   /// Key s is visible to query t when s <= t + offset (offset = S - T).
@@ -217,6 +223,7 @@ TiledSdpa TiledSdpa::create(OpBuilder &b, Location loc, SdpaOp op,
   s.v = adaptor.getValue();
   s.keyPadding = adaptor.getKeyPadding();
   s.causal = op.getMask() == MaskKind::causal;
+  s.group = attentionGroupSize(s.q, s.k);
   s.element = cast<RankedTensorType>(op.getResult().getType()).getElementType();
   s.zero = arith::ConstantIndexOp::create(b, loc, 0);
   s.one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -294,8 +301,12 @@ SmallVector<Value> TiledSdpa::buildQueryTile(OpBuilder &b, Location loc,
                                              ValueRange outputs) const {
   Value rows = arith::MinSIOp::create(
       b, loc, queryTile, arith::SubIOp::create(b, loc, queries, t0));
-  QueryTile tile{batch, head, t0, rows,
-                 tileOf(b, loc, q, batch, head, t0, rows)};
+  QueryTile tile{batch,
+                 head,
+                 t0,
+                 rows,
+                 tileOf(b, loc, q, batch, head, t0, rows),
+                 kvHeadOf(b, loc, head, group)};
   Value m0 = filledTensor(
       b, loc, rowType, {rows},
       b.getFloatAttr(element, -std::numeric_limits<double>::infinity()));
@@ -331,8 +342,8 @@ Value TiledSdpa::causalKeyEnd(OpBuilder &b, Location loc, Value t0,
 void TiledSdpa::buildKeyTile(OpBuilder &b, Location loc, const QueryTile &tile,
                              Value s0, Value cols, ValueRange state) const {
   SoftmaxState current{state[0], state[1], state[2]};
-  Value kTile = tileOf(b, loc, k, tile.batch, tile.head, s0, cols);
-  Value vTile = tileOf(b, loc, v, tile.batch, tile.head, s0, cols);
+  Value kTile = tileOf(b, loc, k, tile.batch, tile.kvHead, s0, cols);
+  Value vTile = tileOf(b, loc, v, tile.batch, tile.kvHead, s0, cols);
   Value masked = maskedScores(b, loc, tile, kTile, s0, cols);
   SoftmaxStep step = onlineSoftmax(b, loc, tile, masked, current, cols);
   Value accNext = accumulateOutput(b, loc, tile, s0, step, vTile, current.acc);

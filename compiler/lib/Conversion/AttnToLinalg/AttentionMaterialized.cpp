@@ -10,7 +10,11 @@
 //
 // The function computed is Attention.cpp's: masked scores are -inf, a query
 // with every key masked gets zeros (and logsumexp 0), dropout draws the same
-// counter-based mask over the [B, H, T, S] weights.
+// counter-based mask over the [B, H, T, S] weights. With fewer key/value
+// heads than query heads (grouped-query attention, G per key/value head),
+// the ops read key and value head h floordiv G for query head h, and the
+// adjoints of keys and values reduce over the G query heads of each group
+// through [B, H_kv, G, ...] views of the per-query-head tensors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,14 +58,29 @@ Value generic(OpBuilder &b, Location loc, Value init, ValueRange inputs,
       .getResult(0);
 }
 
-/// `sum over the last loop of lhs * rhs`, into a zero tensor of `sizes`.
+/// The map of a key or value operand [B, H_kv, ...] in a loop nest whose
+/// loop 1 runs over the query heads: `loopMap` with head `d1 floordiv
+/// group`.
+AffineMap kvLoopMap(MLIRContext *context, unsigned loops,
+                    ArrayRef<unsigned> dims, int64_t group) {
+  AffineMap map = loopMap(context, loops, dims);
+  if (group == 1)
+    return map;
+  SmallVector<AffineExpr> exprs(map.getResults());
+  exprs[1] = exprs[1].floorDiv(group);
+  return AffineMap::get(loops, 0, exprs, context);
+}
+
+/// `sum over the loops past the result's rank of lhs * rhs`, into a zero
+/// tensor of `sizes`.
 Value product(OpBuilder &b, Location loc, Type element,
               ArrayRef<OpFoldResult> sizes, Value lhs, AffineMap lhsMap,
               Value rhs, AffineMap rhsMap) {
   auto type = RankedTensorType::get(
       SmallVector<int64_t>(sizes.size(), ShapedType::kDynamic), element);
   Value zeros = filledTensor(b, loc, type, sizes, b.getFloatAttr(element, 0));
-  return generic(b, loc, zeros, {lhs, rhs}, {lhsMap, rhsMap}, 5,
+  return generic(b, loc, zeros, {lhs, rhs}, {lhsMap, rhsMap},
+                 lhsMap.getNumDims(),
                  [](OpBuilder &nb, Location l, ValueRange a) {
                    Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
                    return arith::AddFOp::create(nb, l, a[2], p).getResult();
@@ -73,6 +92,8 @@ Value product(OpBuilder &b, Location loc, Type element,
 struct AttentionParts {
   Value q, k, v, keyPadding;
   bool causal = false;
+  /// Query heads per key/value head (1 without grouped-query attention).
+  int64_t group = 1;
   Type element;
   Value batches, heads, queries, keys, scale;
   double rate = 0;
@@ -97,6 +118,7 @@ struct AttentionParts {
     p.v = adaptor.getValue();
     p.keyPadding = adaptor.getKeyPadding();
     p.causal = op.getMask() == MaskKind::causal;
+    p.group = attentionGroupSize(p.q, p.k);
     p.element = cast<RankedTensorType>(p.q.getType()).getElementType();
     p.batches = dimOf(b, loc, p.q, 0);
     p.heads = dimOf(b, loc, p.q, 1);
@@ -121,7 +143,7 @@ struct AttentionParts {
     MLIRContext *context = b.getContext();
     Value raw = product(b, loc, element, scoreSizes(), q,
                         loopMap(context, 5, {0, 1, 2, 4}), k,
-                        loopMap(context, 5, {0, 1, 3, 4}));
+                        kvLoopMap(context, 5, {0, 1, 3, 4}, group));
     Value negInf = floatConstant(b, loc, element,
                                  -std::numeric_limits<double>::infinity());
     // Key s is visible to query t when s <= t + (S - T).
@@ -214,6 +236,23 @@ struct AttentionParts {
         });
   }
 
+  /// The adjoint of keys or values, [B, H_kv, S, C] of `sizes`: `sum_t
+  /// weights[b, h, t, s] x[b, h, t, c]` of [B, H, T, S] weights and a [B, H,
+  /// T, C] `x`, summed over the G query heads h of each key/value head.
+  Value kvAdjoint(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                  Value weights, Value x) const {
+    MLIRContext *context = b.getContext();
+    if (group == 1)
+      return product(b, loc, element, sizes, weights,
+                     loopMap(context, 5, {0, 1, 4, 2}), x,
+                     loopMap(context, 5, {0, 1, 4, 3}));
+    // Loops (b, kv head, s, c, member, t) over [B, H_kv, G, ...] views.
+    return product(b, loc, element, sizes, groupHeads(b, loc, weights, group),
+                   loopMap(context, 6, {0, 1, 4, 5, 2}),
+                   groupHeads(b, loc, x, group),
+                   loopMap(context, 6, {0, 1, 4, 5, 3}));
+  }
+
   /// `x` with attention dropout's mask and scale applied (x itself without
   /// dropout): the stream's element ((b H + h) T + t) S + s.
   Value dropout(OpBuilder &b, Location loc, Value x) const {
@@ -250,11 +289,11 @@ struct MaterializedSdpaLowering : OpConversionPattern<SdpaOp> {
     Value weights = parts.dropout(b, loc, parts.weights(b, loc, scores, lse));
     SmallVector<OpFoldResult> outSizes = parts.rowSizes();
     outSizes.push_back(tensor::getMixedSize(b, loc, parts.v, 3));
-    // out[b, h, t, e] = sum_s weights[b, h, t, s] v[b, h, s, e]
-    SmallVector<Value> results = {product(
-        b, loc, parts.element, outSizes, weights,
-        loopMap(context, 5, {0, 1, 2, 4}), parts.v,
-        loopMap(context, 5, {0, 1, 4, 3}))};
+    // out[b, h, t, e] = sum_s weights[b, h, t, s] v[b, h / G, s, e]
+    SmallVector<Value> results = {
+        product(b, loc, parts.element, outSizes, weights,
+                loopMap(context, 5, {0, 1, 2, 4}), parts.v,
+                kvLoopMap(context, 5, {0, 1, 4, 3}, parts.group))};
     if (op.getLogsumexp())
       results.push_back(lse);
     rewriter.replaceOp(op, castToResults(b, loc, op, results));
@@ -284,25 +323,21 @@ struct MaterializedSdpaGradLowering : OpConversionPattern<SdpaGradOp> {
       return tensor::getMixedSizes(b, loc, like);
     };
     // dV[b, h, s, e] = sum_t dropout(P)[b, h, t, s] dO[b, h, t, e]
-    Value dv = product(b, loc, element, sizesOf(parts.v), pDropped,
-                       loopMap(context, 5, {0, 1, 4, 2}), dO,
-                       loopMap(context, 5, {0, 1, 4, 3}));
+    Value dv = parts.kvAdjoint(b, loc, sizesOf(parts.v), pDropped, dO);
     // dP = dropout'(dO v^T): the same mask and scale.
     Value dp = parts.dropout(
         b, loc,
         product(b, loc, element, parts.scoreSizes(), dO,
                 loopMap(context, 5, {0, 1, 2, 4}), parts.v,
-                loopMap(context, 5, {0, 1, 3, 4})));
+                kvLoopMap(context, 5, {0, 1, 3, 4}, parts.group)));
     Value delta = parts.rowDelta(b, loc, o, dO);
     Value ds = parts.scoreGradient(b, loc, p, dp, delta);
-    // dQ[b, h, t, d] = sum_s dS[b, h, t, s] k[b, h, s, d]
+    // dQ[b, h, t, d] = sum_s dS[b, h, t, s] k[b, h / G, s, d]
     Value dq = product(b, loc, element, sizesOf(parts.q), ds,
                        loopMap(context, 5, {0, 1, 2, 4}), parts.k,
-                       loopMap(context, 5, {0, 1, 4, 3}));
+                       kvLoopMap(context, 5, {0, 1, 4, 3}, parts.group));
     // dK[b, h, s, d] = sum_t dS[b, h, t, s] q[b, h, t, d]
-    Value dk = product(b, loc, element, sizesOf(parts.k), ds,
-                       loopMap(context, 5, {0, 1, 4, 2}), parts.q,
-                       loopMap(context, 5, {0, 1, 4, 3}));
+    Value dk = parts.kvAdjoint(b, loc, sizesOf(parts.k), ds, parts.q);
     rewriter.replaceOp(op, castToResults(b, loc, op, {dq, dk, dv}));
     return success();
   }

@@ -137,6 +137,46 @@ Value attentionScale(OpBuilder &b, Location loc, Type element,
   return math::RsqrtOp::create(b, loc, d);
 }
 
+int64_t attentionGroupSize(Value query, Value key) {
+  int64_t heads = cast<RankedTensorType>(query.getType()).getDimSize(1);
+  int64_t kvHeads = cast<RankedTensorType>(key.getType()).getDimSize(1);
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads))
+    return 1;
+  return heads / kvHeads;
+}
+
+Value kvHeadOf(OpBuilder &b, Location loc, Value head, int64_t group) {
+  if (group == 1)
+    return head;
+  return arith::DivUIOp::create(b, loc, head,
+                                arith::ConstantIndexOp::create(b, loc, group));
+}
+
+Value groupHeads(OpBuilder &b, Location loc, Value x, int64_t group) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t heads = type.getDimSize(1);
+  OpFoldResult kvHeads =
+      ShapedType::isDynamic(heads)
+          ? OpFoldResult(arith::DivUIOp::create(
+                b, loc, dimOf(b, loc, x, 1),
+                arith::ConstantIndexOp::create(b, loc, group)))
+          : OpFoldResult(b.getIndexAttr(heads / group));
+  SmallVector<int64_t> shape = {
+      type.getDimSize(0),
+      ShapedType::isDynamic(heads) ? ShapedType::kDynamic : heads / group,
+      group};
+  llvm::append_range(shape, type.getShape().drop_front(2));
+  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, x, 0),
+                                     kvHeads, b.getIndexAttr(group)};
+  SmallVector<ReassociationIndices> reassociation = {{0}, {1, 2}};
+  for (int64_t d = 2; d < type.getRank(); ++d) {
+    sizes.push_back(tensor::getMixedSize(b, loc, x, d));
+    reassociation.push_back({d + 1});
+  }
+  return tensor::ExpandShapeOp::create(b, loc, type.clone(shape), x,
+                                       reassociation, sizes);
+}
+
 ValueRange buildTileLoop(OpBuilder &b, Location loc, Value end, Value tile,
                          ValueRange inits, TileBodyFn body) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);

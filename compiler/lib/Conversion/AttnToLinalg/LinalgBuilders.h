@@ -88,6 +88,22 @@ mlir::Value attentionScale(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type element, std::optional<llvm::APFloat> given,
                            mlir::Value headDim);
 
+/// The query heads that share one key/value head (grouped-query attention)
+/// of attention over `query` [B, H, T, D] and `key` [B, H_kv, S, D]: H /
+/// H_kv, 1 unless both head counts are static (the dialect takes a dynamic
+/// head count to be the other operand's).
+int64_t attentionGroupSize(mlir::Value query, mlir::Value key);
+
+/// The key/value head query head `head` reads, `head floordiv group`:
+/// `head` itself when `group` is 1.
+mlir::Value kvHeadOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value head,
+                     int64_t group);
+
+/// `x` [B, H, ...] viewed as [B, H / group, group, ...]: the query heads of
+/// grouped-query attention by key/value head.
+mlir::Value groupHeads(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       int64_t group);
+
 /// An element-wise generic over `full`'s shape reading `full`, then each of
 /// `reduced` (statistics reduced over `axis`), then each of `perFeature`
 /// (vectors indexed by the last dim).

@@ -795,8 +795,12 @@ def Attn_SdpaOp : Attn_Op<"sdpa",
   let summary = "Scaled dot-product attention";
   let description = [{
     `softmax(q k^T * scale + bias) v` per batch and head, for `q: [B, H, T,
-    D]`, `k: [B, H, S, D]`, `v: [B, H, S, Dv]`; the result is `[B, H, T,
-    Dv]`. `scale` defaults to `1/sqrt(D)`. `bias` is `-inf` for a masked
+    D]`, `k: [B, H_kv, S, D]`, `v: [B, H_kv, S, Dv]`; the result is `[B, H,
+    T, Dv]`. Grouped-query attention: with static head counts, `H_kv` may be
+    any divisor of `H`, and query head `h` reads key and value head `h /
+    (H / H_kv)` (PyTorch's `repeat_interleave` of `k` and `v` over the
+    heads); a dynamic head count is the other operands'. `scale` defaults to
+    `1/sqrt(D)`. `bias` is `-inf` for a masked
     pair: with `mask causal`, key `s` is masked for query `t` when `s > t +
     S - T` (aligned to the last query, as in incremental decoding); with a
     `key_padding` operand `[B, S]`, the keys where it is true. A query whose
@@ -813,6 +817,7 @@ def Attn_SdpaOp : Attn_Op<"sdpa",
     ```mlir
     %o = attn.sdpa %q, %k, %v mask causal : (tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>, tensor<?x6x?x32xf32>) -> tensor<?x6x?x32xf32>
     %o2, %lse = attn.sdpa %q, %k, %v logsumexp : (tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>) -> (tensor<2x6x16x32xf32>, tensor<2x6x16xf32>)
+    %o3 = attn.sdpa %q, %k2, %v2 mask causal : (tensor<?x6x?x32xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?x32xf32>) -> tensor<?x6x?x32xf32>
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
@@ -979,7 +984,9 @@ def Attn_SdpaGradOp : Attn_Op<"sdpa_grad",
     operands and attributes, from its output and the output's adjoint. The
     scores are recomputed tile by tile; no `T x S` matrix is kept. An
     optional `logsumexp` operand is that `attn.sdpa`'s second result; without
-    it the lowering recomputes it in a pass over the keys of its own.
+    it the lowering recomputes it in a pass over the keys of its own. With
+    fewer key/value heads than query heads, the adjoint of a key or value
+    head is the sum over the query heads of its group.
 
     ```mlir
     %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do mask causal : (tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>) -> (tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>, tensor<2x6x16x32xf32>)

@@ -161,8 +161,9 @@ struct AttentionOptions {
   uint64_t stream = 0;
 };
 
-/// softmax(q k^T * scale + bias) v for q [B, H, T, D], k [B, H, S, D],
-/// v [B, H, S, Dv]; a query with every key masked gets zeros.
+/// softmax(q k^T * scale + bias) v for q [B, H, T, D], k [B, H_kv, S, D],
+/// v [B, H_kv, S, Dv], H a multiple of H_kv (query head h reads key/value
+/// head h / (H / H_kv)); a query with every key masked gets zeros.
 llvm::Expected<Tensor> sdpa(const Tensor &query, const Tensor &key,
                             const Tensor &value,
                             const AttentionOptions &options);
