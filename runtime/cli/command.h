@@ -52,8 +52,11 @@ typedef struct cli {
   int64_t bos, eos; /* generate's start and stop tokens; eos -1: none */
   double temperature, top_p;
   int64_t top_k, threads; /* threads 0: all cores */
+  int64_t layer, head;    /* attention's layer and head */
   /* Training. */
   const char *data, *resume, *log, *checkpoint;
+  const char *eval_data; /* train: held-out data, its loss on the curve */
+  int64_t eval_every;    /* 0: not given */
   int format;           /* attn_data_format; ATTN_DATA_AUTO by default */
   int64_t steps, batch, seq, save_every; /* 0: not given */
   int64_t min_count;                     /* 0: not given */
@@ -119,5 +122,6 @@ int attn_cmd_grad(cli *c);
 int attn_cmd_train(cli *c);
 int attn_cmd_eval(cli *c);
 int attn_cmd_tokenize(cli *c);
+int attn_cmd_attention(cli *c);
 
 #endif /* ATTN_CLI_COMMAND_H */

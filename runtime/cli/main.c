@@ -130,7 +130,12 @@ static const cli_command_option TRAIN_OPTIONS[] = {
     {"--save-every", "also save a checkpoint every N steps"},
     {"--checkpoint", "where (default: OUT with .ckpt.safetensors)"},
     {"--resume", "continue a checkpoint, exactly"},
-    {"--log", "the loss CSV (default: OUT with .csv)"},
+    {"--log", "the loss CSV (default: OUT with .csv); the\n"
+              "loss plot goes beside it, with .svg"},
+    {"--eval-data", "held-out data: its loss is logged and plotted\n"
+                    "beside the training loss"},
+    {"--eval-every", "evaluate --eval-data every N steps (default:\n"
+                     "a tenth of the run) and at the end"},
     {"--lr", NULL},
     {"--beta1", NULL},
     {"--beta2", NULL},
@@ -164,6 +169,20 @@ static const cli_command_option TOKENIZE_OPTIONS[] = {
     {"--text", "the text to tokenize"},
     {"--data", "or a text file to tokenize"},
     {"--ids", "or ids to decode, separated by spaces"},
+    {NULL, NULL}};
+
+static const cli_command_option ATTENTION_OPTIONS[] = {
+    {"-w", "weights (safetensors: F32, BF16 or F16)"},
+    {"--ignore-extra", "skip the tensors of -w the model does not have\n"
+                       "(listed on standard error)"},
+    {"--prompt", "the text whose attention is shown"},
+    {"--layer", "the layer, counted from 0 (default 0)"},
+    {"--head", "the head, counted from 0 (default 0)"},
+    {"--entry", "the entry point giving the weights (default\n"
+                "attention_weights)"},
+    {"-o", "also draw the weights as an SVG heat map"},
+    {"--tokenizer", "GPT-2's tokenizer (encoder.json, vocab.bpe)\n"
+                    "instead of bytes"},
     {NULL, NULL}};
 
 static const cli_command COMMANDS[] = {
@@ -216,6 +235,15 @@ static const cli_command COMMANDS[] = {
      "perplexity) of the loss fn over every example of DATA, without\n"
      "dropout.\n",
      EVAL_OPTIONS, attn_cmd_eval},
+    {"attention", "the attention weights of one head on a prompt",
+     "-w W.safetensors --prompt TEXT [--layer L] [--head H] [-o MAP.svg]\n"
+     "                   [--tokenizer DIR]",
+     "Prints the attention weights of one layer and head on the prompt as a\n"
+     "table, a row per query token and a column per key token (each row\n"
+     "sums to 1), and with -o draws them as an SVG heat map. The weights\n"
+     "come from the entry point attention_weights, which attnc derives\n"
+     "from forward (f32[L, B, H, T, S], without dropout).\n",
+     ATTENTION_OPTIONS, attn_cmd_attention},
     {"tokenize", "GPT-2's token ids of a text, or the text of ids",
      "--tokenizer DIR (--text TEXT | --data FILE | --ids IDS)",
      "Prints the ids GPT-2's byte-level BPE tokenizer gives a text (from\n"

@@ -22,6 +22,7 @@
 #include "command.h"
 #include "data.h"
 #include "dist.h"
+#include "loss_log.h"
 
 #define usage_error attn_cli_usage_error
 #define input_error attn_cli_input_error
@@ -588,89 +589,6 @@ static int load_checkpoint(attn_ctx *ctx, const char *path, int64_t *step,
   return -1;
 }
 
-/*===- The loss log -------------------------------------------------------===*/
-
-typedef struct log_row {
-  int64_t step;
-  double loss, lr, grad_norm, tokens_per_s;
-} log_row;
-
-typedef struct loss_log {
-  const char *path;
-  log_row *rows;
-  int64_t n, cap;
-  double last_write;
-} loss_log;
-
-static int log_push(loss_log *l, log_row r) {
-  if (l->n == l->cap) {
-    int64_t cap = l->cap ? 2 * l->cap : 1024;
-    log_row *rows = realloc(l->rows, sizeof *rows * (size_t)cap);
-    if (!rows)
-      return 0;
-    l->rows = rows;
-    l->cap = cap;
-  }
-  l->rows[l->n++] = r;
-  return 1;
-}
-
-/* Keeps the rows of an existing log up to `step` (a resumed run continues
- * its curve); a missing or foreign file gives none. */
-static void log_read(loss_log *l, int64_t step) {
-  FILE *f = fopen(l->path, "r");
-  if (!f)
-    return;
-  char line[512];
-  if (!fgets(line, sizeof line, f) ||
-      strncmp(line, "step,loss,lr,grad_norm,tokens_per_s\n", 36) != 0) {
-    fclose(f);
-    return;
-  }
-  while (fgets(line, sizeof line, f)) {
-    log_row r;
-    long long s;
-    if (sscanf(line, "%lld,%lf,%lf,%lf,%lf", &s, &r.loss, &r.lr, &r.grad_norm,
-               &r.tokens_per_s) != 5)
-      break;
-    r.step = s;
-    if (r.step > step || (l->n && r.step <= l->rows[l->n - 1].step))
-      break;
-    if (!log_push(l, r))
-      break;
-  }
-  fclose(f);
-}
-
-/* Rewrites the whole log atomically: readers never see a torn file. */
-static int log_write(loss_log *l) {
-  attn_atomic_file af;
-  if (attn_atomic_open(&af, l->path))
-    return input_error();
-  attn_buf b = {0};
-  int ok = attn_buf_printf(&b, "step,loss,lr,grad_norm,tokens_per_s\n");
-  for (int64_t i = 0; i < l->n && ok; ++i)
-    ok = attn_buf_printf(&b, "%lld,%.9g,%.9g,%.9g,%.1f\n",
-                         (long long)l->rows[i].step, l->rows[i].loss,
-                         l->rows[i].lr, l->rows[i].grad_norm,
-                         l->rows[i].tokens_per_s);
-  if (!ok) {
-    attn_buf_free(&b);
-    attn_atomic_abort(&af);
-    return input_errorf("%s: out of memory", l->path);
-  }
-  attn_status st = attn_atomic_write(&af, b.data, b.len);
-  attn_buf_free(&b);
-  if (st) {
-    attn_atomic_abort(&af);
-    return input_error();
-  }
-  if (attn_atomic_commit(&af))
-    return input_error();
-  l->last_write = now_seconds();
-  return -1;
-}
-
 /*===- Progress -----------------------------------------------------------===*/
 
 static void format_duration(char *buf, size_t n, double s) {
@@ -679,12 +597,16 @@ static void format_duration(char *buf, size_t n, double s) {
 }
 
 static void progress(int tty, int64_t step, int64_t steps, double loss,
-                     double lr, double tokens_per_s, double left) {
-  char eta[32];
+                     double held, double lr, double tokens_per_s,
+                     double left) {
+  char eta[32], heldout[48] = "";
   format_duration(eta, sizeof eta, left);
-  fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.3g  %.0f tok/s  %s left%s",
-          tty ? "\r\033[K" : "", (long long)step, (long long)steps, loss, lr,
-          tokens_per_s, eta, tty ? "" : "\n");
+  if (isfinite(held))
+    snprintf(heldout, sizeof heldout, "  held-out %.4f", held);
+  fprintf(stderr,
+          "%sstep %lld/%lld  loss %.4f%s  lr %.3g  %.0f tok/s  %s left%s",
+          tty ? "\r\033[K" : "", (long long)step, (long long)steps, loss,
+          heldout, lr, tokens_per_s, eta, tty ? "" : "\n");
   fflush(stderr);
 }
 
@@ -730,6 +652,9 @@ typedef struct train_run {
   attn_ctx *ctx;
   attn_json *meta, *train_meta, *vocab_meta;
   attn_dataset data;
+  attn_dataset heldout; /* --eval-data, when given */
+  attn_json *heldout_vocab; /* the training data's vocabulary, for it */
+  int64_t eval_every;
   int64_t *perm;     /* the epoch's example order */
   float *grads;      /* the context's gradient buffer, if train_step has one */
   int32_t map[MAX_INS]; /* train_step's inputs as loss-fn input indices */
@@ -750,8 +675,10 @@ static void train_run_free(train_run *r) {
   attn_json_free(r->train_meta);
   attn_json_free(r->vocab_meta);
   attn_data_free(&r->data);
+  attn_data_free(&r->heldout);
+  attn_json_free(r->heldout_vocab);
   free(r->perm);
-  free(r->log.rows);
+  attn_loss_log_free(&r->log);
   free(r->ckpt_path);
   free(r->log_path);
   attn_ctx_destroy(r->ctx);
@@ -770,6 +697,9 @@ static int check_train_usage(cli *c) {
   if (!c->resume && !c->weights && m->num_params > 0)
     return usage_error(c, "missing -w WEIGHTS.safetensors (or --resume "
                           "CHECKPOINT)");
+  if (c->eval_every && !c->eval_data)
+    return usage_error(c, "--eval-every needs --eval-data, the held-out "
+                          "data to evaluate");
   if (c->shard_optimizer && !attn_dist_active())
     return usage_error(c, "--shard-optimizer shares Adam's moments among the "
                           "processes of a data-parallel run; start it with "
@@ -828,12 +758,23 @@ static int train_paths(train_run *r) {
   r->log_path = c->log ? NULL : derived_path(c->out, ".csv");
   r->ckpt = c->checkpoint ? c->checkpoint : r->ckpt_path;
   r->log.path = c->log ? c->log : r->log_path;
-  if (!r->ckpt || !r->log.path)
+  r->log.plot_path = r->log.path ? attn_loss_plot_path(r->log.path) : NULL;
+  r->log.model = r->m->name;
+  r->log.has_eval = c->eval_data != NULL;
+  const char *plot = r->log.plot_path;
+  if (!r->ckpt || !r->log.path || !plot)
     return input_errorf("out of memory");
   if (strcmp(r->ckpt, c->out) == 0 || strcmp(r->log.path, c->out) == 0 ||
       strcmp(r->ckpt, r->log.path) == 0)
     return usage_error(c, "-o, --checkpoint and --log must be different "
                           "files");
+  /* The plot takes the log's name; it may not replace another output. */
+  if (strcmp(plot, c->out) == 0 || strcmp(plot, r->ckpt) == 0)
+    return usage_error(c,
+                       "the loss plot %s (the log's name with .svg) would "
+                       "replace %s; give --log another name",
+                       plot,
+                       strcmp(plot, c->out) == 0 ? "-o" : "the checkpoint");
   return -1;
 }
 
@@ -1014,6 +955,43 @@ static int open_train_data(train_run *r) {
   return -1;
 }
 
+/* --eval-data, read as eval reads data, numbered with the training data's
+ * vocabulary; its loss is that of the loss fn, which runs without dropout. */
+static int open_heldout_data(train_run *r) {
+  cli *c = r->c;
+  if (!c->eval_data)
+    return -1;
+  if (r->loss_e == r->step_e)
+    return input_errorf("--eval-data: model '%s' has no entry point '%s' "
+                        "(the loss fn) to evaluate the held-out loss with",
+                        r->m->name, r->s.loss_fn);
+  if (needs_vocab(&r->data)) {
+    attn_buf b = {0};
+    char err[256];
+    if (attn_data_vocab_json(&r->data, &b))
+      r->heldout_vocab = attn_json_parse(b.data, b.len, err, sizeof err);
+    attn_buf_free(&b);
+    if (!r->heldout_vocab)
+      return input_errorf("%s: out of memory", c->eval_data);
+  }
+  attn_bpe *bpe;
+  int st = attn_cli_load_tokenizer(c, &bpe);
+  if (st >= 0)
+    return st;
+  attn_data_spec spec = {r->m,      r->loss_e,         r->data.format,
+                         r->s.seq,  r->heldout_vocab,  c->data,
+                         1,         0,                 bpe,
+                         c->tokenizer};
+  attn_status failed = attn_data_open(&r->heldout, c->eval_data, &spec);
+  attn_bpe_destroy(bpe);
+  if (failed)
+    return input_error();
+  int64_t span = r->s.steps - r->step0;
+  r->eval_every = c->eval_every ? c->eval_every : span / 10 > 1 ? span / 10
+                                                                : 1;
+  return -1;
+}
+
 /* Everything the steps need, made before the first: the input order, the
  * outputs found writable, the buffers and the arena. */
 static int prepare_steps(train_run *r) {
@@ -1027,7 +1005,8 @@ static int prepare_steps(train_run *r) {
    * alone writes them). */
   if (r->rank == 0 && ((st = check_writable(c->out)) >= 0 ||
                        (st = check_writable(r->ckpt)) >= 0 ||
-                       (st = check_writable(r->log.path)) >= 0))
+                       (st = check_writable(r->log.path)) >= 0 ||
+                       (st = check_writable(r->log.plot_path)) >= 0))
     return st;
   r->perm =
       malloc(sizeof *r->perm * (size_t)(attn_data_train_examples(&r->data) + 1));
@@ -1044,7 +1023,7 @@ static int prepare_steps(train_run *r) {
       (per == 0 || batch - 1 <= (INT64_MAX - fixed) / per))
     (void)attn_ctx_reserve_arena(r->ctx, fixed + (batch - 1) * per);
   if (c->resume && r->rank == 0)
-    log_read(&r->log, r->step0);
+    attn_loss_log_read(&r->log, r->step0);
   /* This process's rows start at row rank * B of the global batch. */
   attn_ctx_set_dropout_row(r->ctx, (int64_t)r->rank * r->local_batch);
   return -1;
@@ -1234,6 +1213,38 @@ static int dp_gather_moments(train_run *r) {
   return -1;
 }
 
+static int eval_batch(attn_ctx *ctx, const attn_dataset *d,
+                      const attn_entry_info *e, const attn_entry_info **fwd,
+                      const int64_t *idx, int64_t count, double *total,
+                      int64_t *positions, int64_t *correct, int64_t *scored);
+
+/* The mean loss over every scored position of --eval-data, in batches of
+ * this process's --batch (a short last window of text on its own). */
+static int heldout_loss(train_run *r, double *loss) {
+  const attn_dataset *d = &r->heldout;
+  int64_t n = attn_data_eval_examples(d), B = r->local_batch;
+  int64_t *idx = malloc(sizeof *idx * (size_t)(B + 1));
+  if (!idx)
+    return input_errorf("out of memory");
+  const attn_entry_info *fwd = NULL;
+  double total = 0;
+  int64_t count = 0, correct = 0, scored = 0;
+  int st = -1;
+  for (int64_t k = 0; k < n && st < 0;) {
+    int lm = d->layout == ATTN_LAYOUT_LM;
+    int64_t len0 = lm ? attn_data_lm_length(d, k) : 0, b = 0;
+    while (b < B && k < n && (!lm || attn_data_lm_length(d, k) == len0))
+      idx[b++] = k++;
+    st = eval_batch(r->ctx, d, r->loss_e, &fwd, idx, b, &total, &count,
+                    &correct, &scored);
+  }
+  free(idx);
+  if (st < 0 && count == 0)
+    st = input_errorf("%s: no position to score", d->path);
+  *loss = st < 0 ? total / (double)count : NAN;
+  return st;
+}
+
 /* Steps step0 + 1 .. steps: progress on stderr, the loss log, checkpoints
  * every --save-every steps. In a data-parallel run rank 0 alone prints and
  * writes; a failure of its writes reaches the others at the next step. */
@@ -1272,9 +1283,15 @@ static int run_steps(train_run *r) {
                           isfinite(loss) ? norm : loss);
     }
     tokens_total += targets;
-    double lr = attn_schedule_lr(&s->ti, step);
-    if (!log_push(&r->log, (log_row){step, loss, lr, norm,
-                                     dt > 0 ? (double)targets / dt : 0}))
+    double lr = attn_schedule_lr(&s->ti, step), held = NAN;
+    if (root && r->heldout.path &&
+        ((step - r->step0) % r->eval_every == 0 || step == s->steps) &&
+        (st = heldout_loss(r, &held)) >= 0)
+      pending = st;
+    if (!attn_loss_log_push(&r->log,
+                            (log_row){step, loss, lr, norm,
+                                      dt > 0 ? (double)targets / dt : 0,
+                                      held}))
       pending = input_errorf("out of memory");
     double now = now_seconds(), elapsed = now - start;
     double rate = elapsed > 0 ? (double)tokens_total / elapsed : 0;
@@ -1283,17 +1300,17 @@ static int run_steps(train_run *r) {
     if (root &&
         ((tty && (now - last_print > 0.1 || step == s->steps)) ||
          (!tty && ((step - r->step0) % every == 0 || step == s->steps)))) {
-      progress(tty, step, s->steps, loss, lr, rate, left);
+      progress(tty, step, s->steps, loss, held, lr, rate, left);
       last_print = now;
     }
     if (s->save_every && step % s->save_every == 0 && step != s->steps) {
       if ((st = dp_gather_moments(r)) >= 0 ||
           (root && ((st = save_state(r->ctx, r->ckpt, 1, s, step,
                                      r->per_epoch, &r->data)) >= 0 ||
-                    (st = log_write(&r->log)) >= 0)))
+                    (st = attn_loss_log_write(&r->log, now_seconds())) >= 0)))
         pending = st;
     } else if (root && now - r->log.last_write > 10) {
-      if ((st = log_write(&r->log)) >= 0)
+      if ((st = attn_loss_log_write(&r->log, now_seconds())) >= 0)
         pending = st;
     }
     if (pending >= 0 && !r->dp)
@@ -1318,10 +1335,12 @@ static int finish_training(train_run *r) {
                        &r->data)) >= 0 ||
       (st = save_state(r->ctx, r->c->out, 0, s, s->steps, r->per_epoch,
                        &r->data)) >= 0 ||
-      (st = log_write(&r->log)) >= 0)
+      (st = attn_loss_log_write(&r->log, now_seconds())) >= 0)
     return st;
-  fprintf(stderr, "wrote %s (weights), %s (checkpoint), %s (loss log)\n",
-          r->c->out, r->ckpt, r->log.path);
+  fprintf(stderr,
+          "wrote %s (weights), %s (checkpoint), %s (loss log), %s (loss "
+          "plot)\n",
+          r->c->out, r->ckpt, r->log.path, r->log.plot_path);
   if (r->dp && r->s.steps > r->step0) {
     double steps = (double)(r->s.steps - r->step0);
     double comm = attn_dist_seconds();
@@ -1384,7 +1403,7 @@ int attn_cmd_train(cli *c) {
   r.pending = -1;
   if ((st = check_train_usage(c)) < 0 && (st = find_train_entries(&r)) < 0 &&
       (st = train_paths(&r)) < 0 && (st = train_settings(&r)) < 0 &&
-      (st = open_train_data(&r)) < 0)
+      (st = open_train_data(&r)) < 0 && (st = open_heldout_data(&r)) < 0)
     st = prepare_steps(&r);
   if ((st = attn_dist_agree(st)) < 0 && r.dp)
     st = attn_dist_agree(dp_check_same(&r));

@@ -259,6 +259,7 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addPass(createAttnIncrementalDecoding());
+    pm.addPass(createAttnAttentionWeights());
     pm.addPass(createCanonicalizerPass());
     // Activations and residual adds into the linear and norm ops that
     // carry them, in every entry point (prefill and decode_step included).

@@ -151,6 +151,8 @@ static_assert(sameName(ATTN_ENTRY_DECODE_STEP, entry::kDecodeStep));
 static_assert(sameName(ATTN_ENTRY_ENCODE, entry::kEncode));
 static_assert(sameName(ATTN_ENTRY_DECODE, entry::kDecode));
 static_assert(sameName(ATTN_ENTRY_DECODE_PREFILL, entry::kDecodePrefill));
+static_assert(sameName(ATTN_ENTRY_ATTENTION_WEIGHTS,
+                       entry::kAttentionWeights));
 
 /// Describes a tensor of `type`; its dims are named by `dims` (attn.dims).
 static FailureOr<TensorInfo> describe(Location loc, Type type,

@@ -38,6 +38,9 @@ extern "C" {
 #define ATTN_ENTRY_DECODE "decode"         /* its decoder over whole targets */
 #define ATTN_ENTRY_DECODE_PREFILL "decode_prefill" /* its decoder's first
                                               call, caching the memory */
+#define ATTN_ENTRY_ATTENTION_WEIGHTS "attention_weights" /* forward's
+                                              attention probabilities,
+                                              f32[L, B, H, T, S] */
 
 /* Entries of the key/value cache state (ATTN_ARG_KV_STATE). */
 #define ATTN_KV_STATE_SIZE 3

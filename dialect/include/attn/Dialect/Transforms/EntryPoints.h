@@ -35,6 +35,9 @@ inline constexpr llvm::StringLiteral kDecodeStep = "decode_step";
 inline constexpr llvm::StringLiteral kEncode = "encode";
 inline constexpr llvm::StringLiteral kDecode = "decode";
 inline constexpr llvm::StringLiteral kDecodePrefill = "decode_prefill";
+/// The attention probabilities of every layer of `forward`, stacked
+/// (attn-attention-weights).
+inline constexpr llvm::StringLiteral kAttentionWeights = "attention_weights";
 
 /// The discardable attribute `attn-incremental-decoding` puts on the cache
 /// ops of a memory slot: one holding what an encoder-decoder's `memory`

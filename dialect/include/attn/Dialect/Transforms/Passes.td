@@ -47,6 +47,31 @@ def AttnIncrementalDecoding
   }];
 }
 
+def AttnAttentionWeights
+    : Pass<"attn-attention-weights", "::mlir::ModuleOp"> {
+  let summary = "Derives attention_weights, the attention probabilities of "
+                "forward";
+  let description = [{
+    Input: a verified attn module. When it has `forward(tokens: i32[B, T])`
+    with at least one `attn.sdpa`, each with a static number of query heads
+    H (a multiple of its key heads) and a static head size, and all giving
+    weights of one type `[B, H, T, S]`, the pass adds
+    `attention_weights(tokens: i32[B, T]) -> [L, B, H, T, S]`: a copy of
+    `forward` in which the probabilities `softmax(q k^T * scale + mask)`
+    of each sdpa, L of them in program order (layer order), are built from
+    `attn.matmul`, `attn.transpose`, `attn.mul`, `attn.compare`,
+    `attn.select` and `attn.softmax`, and stacked; the rest of `forward`
+    is erased when nothing else needs it. The mask is the sdpa's: `causal`
+    masks key s for query t when `s > t + S - T`, key padding masks the
+    keys where it is true, and a query whose keys are all masked gets
+    zeros, as sdpa gives it. Dropout is left out (inference weights). With
+    fewer key heads than query heads, query head h reads key head
+    `h / (H / H_kv)`. Modules that do not qualify, or that define
+    `attention_weights` themselves, are left unchanged.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def AttnAutodiffPrimal : Pass<"attn-autodiff-primal", "::mlir::ModuleOp"> {
   let summary = "Adds the forward half of `<loss>_grad`: the loss of "
                 "`attn.train` inlined with dropout active";
