@@ -14,39 +14,28 @@ it cannot pass on f32 products.
 """
 
 import argparse
-import json
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import check_low_precision  # noqa: E402  (its safetensors reader and bf16)
 
 TOL = 1e-5
 F32_GAP = 1e-4
 
 
 def load_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    base = 8 + length
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        array = np.frombuffer(data[base + begin:base + end], dtype=np.float32)
-        tensors[name] = array.reshape(info["shape"]).astype(np.float64)
-    return tensors
+    """The tensors of a safetensors file, as float64."""
+    return {name: array.astype(np.float64)
+            for name, array in check_low_precision.load_safetensors(path).items()}
 
 
 def bf16(x):
     """Rounded to the nearest bf16, ties to even, as float64."""
-    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return check_low_precision.bf16(np.asarray(x, np.float32)).astype(np.float64)
 
 
 def rel(got, want):
