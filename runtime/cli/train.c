@@ -276,7 +276,9 @@ int attn_cmd_grad(cli *c) {
   } else {
     memset(grads, 0, sizeof(float) * (size_t)m->num_param_elements);
     attn_ctx_set_seed(ctx, attn_dropout_seed(c->seed, 0));
-    if (attn_run(ctx, name, ptrs, n, results, e->num_results))
+    /* Asking for the buffer again brings a GPU's gradients to the host. */
+    if (attn_run(ctx, name, ptrs, n, results, e->num_results) ||
+        attn_ctx_train_buffer(ctx, ATTN_ARG_GRADS, &grads))
       st = input_error();
   }
   if (st < 0) {

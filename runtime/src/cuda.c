@@ -28,8 +28,10 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda.h"
 #include "internal.h"
@@ -631,6 +633,80 @@ static int fits_unsigned(intptr_t v) {
   return v >= 0 && (uintmax_t)v <= UINT_MAX;
 }
 
+/*===- Kernel profile (ATTN_CUDA_PROFILE) ---------------------------------===*/
+
+/* With ATTN_CUDA_PROFILE set, each launch waits for its kernel and adds
+   the wall time to its kernel's line; the process's exit prints the kernels
+   by total time to standard error. For finding where a step's time goes,
+   not for benchmarks: the waits remove the overlap of launches. */
+typedef struct kernel_time {
+  CUfunction function;
+  long calls;
+  double seconds;
+  intptr_t grid, block; /* of the last launch */
+} kernel_time;
+
+static kernel_time *profile;
+static size_t profile_len, profile_cap;
+static int profiling = -1; /* -1: not yet read from the environment */
+
+static double monotonic_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_kernel_times(const void *a, const void *b) {
+  double d = ((const kernel_time *)b)->seconds -
+             ((const kernel_time *)a)->seconds;
+  return (d > 0) - (d < 0);
+}
+
+static const char *function_name(CUfunction function, char *buf, size_t n);
+
+static void print_profile(void) {
+  double total = 0;
+  char name[256];
+  qsort(profile, profile_len, sizeof *profile, compare_kernel_times);
+  for (size_t i = 0; i < profile_len; ++i)
+    total += profile[i].seconds;
+  fprintf(stderr, "kernel profile: %zu kernels, %.3f s in all\n", profile_len,
+          total);
+  for (size_t i = 0; i < profile_len && i < 40; ++i)
+    fprintf(stderr, "%9.3f ms %6.2f %% %7ld calls  grid %6ld x %4ld  %s\n",
+            profile[i].seconds * 1e3, 100 * profile[i].seconds / total,
+            profile[i].calls, (long)profile[i].grid, (long)profile[i].block,
+            function_name(profile[i].function, name, sizeof name));
+}
+
+static int profile_on(void) {
+  if (profiling < 0) {
+    profiling = getenv("ATTN_CUDA_PROFILE") != NULL;
+    if (profiling)
+      atexit(print_profile);
+  }
+  return profiling;
+}
+
+static void add_kernel_time(CUfunction f, double seconds, intptr_t grid,
+                            intptr_t block) {
+  size_t i = 0;
+  while (i < profile_len && profile[i].function != f)
+    ++i;
+  if (i == profile_len) {
+    kernel_time *grown = reserve(profile, &profile_cap, profile_len,
+                                 sizeof *profile);
+    if (!grown)
+      return;
+    profile = grown;
+    profile[profile_len++] = (kernel_time){f, 0, 0, 0, 0};
+  }
+  profile[i].calls++;
+  profile[i].seconds += seconds;
+  profile[i].grid = grid;
+  profile[i].block = block;
+}
+
 /* Grid and block sizes are `index` (intptr_t) in MLIR and unsigned in the
    driver. num_params is the length of `params`, which the driver knows
    from the kernel. */
@@ -663,12 +739,18 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
                      f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
                : 0;
   const char *call = "cuFuncSetAttribute";
+  double start = profile_on() ? monotonic_seconds() : 0;
   if (r == 0) {
     r = cu.launch_kernel(f, (unsigned)grid_x, (unsigned)grid_y,
                          (unsigned)grid_z, (unsigned)block_x, (unsigned)block_y,
                          (unsigned)block_z, (unsigned)smem, pick(stream),
                          params, extra);
     call = "cuLaunchKernel";
+  }
+  if (r == 0 && profile_on()) {
+    call = "cuStreamSynchronize after the kernel";
+    if ((r = cu.stream_synchronize(pick(stream))) == 0)
+      add_kernel_time(f, monotonic_seconds() - start, grid_x, block_x);
   }
   if (r != 0)
     record(cu_status(r), "%s: %s (kernel '%s')", call, cu_name(r),

@@ -26,6 +26,7 @@
 #include "attn/Target/ParallelCodegen.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -616,6 +617,21 @@ std::string headerPath() {
   return std::string(path);
 }
 
+/// `--stage ptx`: the device code of each kernel module, as the driver's
+/// JIT will read it (the objects of llvm-mlir's `gpu.binary` ops).
+std::string kernelAssembly(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute attr : binary.getObjectsAttr()) {
+      auto object = cast<gpu::ObjectAttr>(attr);
+      os << "// kernel module @" << binary.getSymName() << "\n"
+         << object.getObject().getValue() << "\n";
+    }
+  });
+  return text;
+}
+
 /// Carries out the command on a verified attn module.
 int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
                 MLIRContext &context) {
@@ -624,7 +640,14 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
   options.optLevel = optLevel;
   if (failed(dumpStage("attn", "mlir", printModule(module))))
     return kInputError;
-  if (command == "emit" && stage <= attn::Stage::LLVMMLIR) {
+  bool ptx = stage == attn::Stage::Ptx;
+  if (ptx && !attn::cudaChip(targetOption)) {
+    usageError("--stage ptx needs a GPU target (--target cuda)");
+    return kUsageError;
+  }
+  if (command == "emit" && (stage <= attn::Stage::LLVMMLIR || ptx)) {
+    if (ptx)
+      stage = attn::Stage::LLVMMLIR;
     if (stage <= attn::Stage::AttnOpt) {
       if (failed(runPipeline(module, attn::Stage::Attn, stage, context)))
         return kInputError;
@@ -639,7 +662,8 @@ int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
       if (failed(runPipeline(module, attn::Stage::AttnGrad, stage, context)))
         return kInputError;
     }
-    return writeOutput(outputFilename, printModule(module));
+    return writeOutput(outputFilename,
+                       ptx ? kernelAssembly(module) : printModule(module));
   }
   options.withMain = command == "build";
   // --timing: the LLVM half in one report (user, system and wall time),

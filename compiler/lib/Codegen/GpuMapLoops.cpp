@@ -7,7 +7,8 @@
 // - Every buffer lives in device memory except those the runtime passes in
 //   host memory (arguments marked `attn.host_memory`: the key/value cache's
 //   state and the arena's need). Allocations on the host become `gpu.alloc`
-//   and `gpu.dealloc`; copies of device buffers become parallel loops.
+//   and `gpu.dealloc`; copies of device buffers become parallel loops;
+//   constants are copied to the device where they are taken.
 // - Each outermost `scf.parallel` becomes one kernel launch: its loops are
 //   collapsed into one, tiled by `kThreadsPerBlock`, the tiles mapped to
 //   blocks and the iterations of a tile to threads; loops nested inside run
@@ -60,7 +61,12 @@ bool isHostMemory(Value memref) {
   // Buffers of indices are the shapes of reshapes, which the host reads.
   if (cast<MemRefType>(memref.getType()).getElementType().isIndex())
     return true;
-  auto arg = dyn_cast<BlockArgument>(rootBuffer(memref));
+  Value root = rootBuffer(memref);
+  // The host's stack: values read back from the device, and the arena's
+  // need that a called entry point reports.
+  if (auto alloca = root.getDefiningOp<memref::AllocaOp>())
+    return !alloca->getParentOfType<scf::ParallelOp>();
+  auto arg = dyn_cast<BlockArgument>(root);
   if (!arg)
     return false;
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
@@ -69,8 +75,9 @@ bool isHostMemory(Value memref) {
 
 /// Whether `op` itself reads or writes a device buffer.
 bool accessesDeviceMemory(Operation *op) {
-  if (isa<memref::AllocOp, memref::DeallocOp, gpu::AllocOp, gpu::DeallocOp>(
-          op))
+  // The host's own calls of the GPU runtime.
+  if (isa<memref::AllocOp, memref::DeallocOp, gpu::AllocOp, gpu::DeallocOp,
+          gpu::MemcpyOp>(op))
     return false;
   auto effects = dyn_cast<MemoryEffectOpInterface>(op);
   if (!effects)
@@ -143,6 +150,31 @@ void allocateOnDevice(RewriterBase &rewriter, func::FuncOp func) {
           dealloc, /*asyncToken=*/Type(), ValueRange{}, dealloc.getMemref());
     }
   });
+}
+
+/// Constants (`memref.get_global`, bufferised dense tensors) live in the
+/// host's memory, where kernels cannot read them: each use reads a device
+/// copy, made where the constant is taken and freed at the end of its
+/// block.
+void copyConstantsToDevice(RewriterBase &rewriter, func::FuncOp func) {
+  SmallVector<memref::GetGlobalOp> globals;
+  func.walk([&](memref::GetGlobalOp global) {
+    if (!global->getParentOfType<scf::ParallelOp>())
+      globals.push_back(global);
+  });
+  for (memref::GetGlobalOp global : globals) {
+    Location loc = global.getLoc();
+    rewriter.setInsertionPointAfter(global);
+    Value device =
+        gpu::AllocOp::create(rewriter, loc, global.getType(), Type(),
+                             ValueRange{}, ValueRange{}, ValueRange{}, false)
+            .getMemref();
+    rewriter.replaceAllUsesWith(global.getResult(), device);
+    gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange{}, device,
+                          global.getResult());
+    rewriter.setInsertionPoint(global->getBlock()->getTerminator());
+    gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, device);
+  }
 }
 
 /// Index buffers (the shapes of reshapes) that attn-plan-arena placed in
@@ -289,6 +321,8 @@ struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
     IRRewriter rewriter(&getContext());
     SmallVector<memref::CopyOp> copies;
     func.walk([&](memref::CopyOp copy) {
@@ -298,6 +332,7 @@ struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
     });
     for (memref::CopyOp copy : copies)
       copyAsLoop(rewriter, copy);
+    copyConstantsToDevice(rewriter, func);
     if (failed(keepShapesOnHost(rewriter, func)))
       return signalPassFailure();
     allocateOnDevice(rewriter, func);

@@ -36,8 +36,8 @@ namespace attn {
 /// The `--stage` name of each stage, in the order of `Stage`.
 static constexpr llvm::StringLiteral kStageNames[] = {
     "tokens",    "ast",   "params",    "attn", "attn-opt",
-    "attn-grad", "loops", "llvm-mlir", "llvm", "asm"};
-static_assert(std::size(kStageNames) == static_cast<size_t>(Stage::Asm) + 1,
+    "attn-grad", "loops", "llvm-mlir", "llvm", "asm", "ptx"};
+static_assert(std::size(kStageNames) == static_cast<size_t>(Stage::Ptx) + 1,
               "one name per stage");
 
 std::optional<Stage> parseStage(llvm::StringRef name) {

@@ -453,7 +453,9 @@ attn_status attn_run(attn_ctx *ctx, const char *entry_name,
  * context, allocated and zeroed on first use (attn_run allocates those its
  * entry point takes). Read and write it freely between calls: `train`
  * zeroes the gradients before each step and saves and restores the moments
- * in checkpoints. */
+ * in checkpoints. With a GPU model the values a call wrote reach the host
+ * when this function is called after it: call it again after each run to
+ * read them (the pointer stays the same). */
 attn_status attn_ctx_train_buffer(attn_ctx *ctx, attn_arg_kind kind,
                                   float **out);
 

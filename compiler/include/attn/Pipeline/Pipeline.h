@@ -28,7 +28,9 @@ enum class Stage {
   Loops,
   LLVMMLIR,
   LLVMIR,
-  Asm
+  Asm,
+  /// The kernels' PTX (GPU targets): a view of llvm-mlir's gpu.binary ops.
+  Ptx
 };
 
 /// Parses a `--stage` name; std::nullopt for an unknown one.
