@@ -127,6 +127,22 @@ def host_cpu_flags():
 if "avx512_bf16" in host_cpu_flags() and "avx512f" in host_cpu_flags():
     config.available_features.add("avx512bf16")
 
+# Numerical tests of GPU builds (`REQUIRES: cuda-gpu`) run where the CUDA
+# driver is installed and sees a GPU (nvidia-smi lists one); lit reports
+# them unsupported elsewhere, as on CI.
+def has_cuda_gpu():
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+if has_cuda_gpu():
+    config.available_features.add("cuda-gpu")
+
 # The long training tests (test/Long, `REQUIRES: long`) run only with
 # `lit -Dlong=1`, which `make test-long` passes; `-Dbrown=DIR` says where
 # scripts/fetch-brown.py wrote the tagged Brown corpus (default:

@@ -3,7 +3,7 @@
 
 Two halves, because the machine with the GPU has no LLVM to build with:
 
-  gpu_check.py prepare --out DIR [--models a,b] [--attnc PATH]
+  gpu_check.py prepare --out DIR [--models a,b] [--attnc PATH] [--gpu-target T]
       (where attnc is) builds each model for the CPU and for --target cuda,
       draws weights (`init --seed`) and inputs, runs the CPU build's
       forward, grad, greedy generation and a short training run, and keeps
@@ -20,7 +20,8 @@ Two halves, because the machine with the GPU has no LLVM to build with:
       every check is reported as skipped with that reason.
 
 Tolerance: 1e-4 relative for f32 (the GPU's kernels sum in another order
-than the CPU's; both are f32 with f32 accumulation). Training diverges
+than the CPU's; both are f32 with f32 accumulation); a model may state a
+looser bound for its gradients, with the reason (vaswani_base, 1e-3). Training diverges
 slowly by rounding, so its losses are compared step by step at 1e-3.
 Needs numpy only.
 """
@@ -92,7 +93,13 @@ MODELS = {
                  ("decode", {"tgt": "tgt_in", "memory": "=encode",
                              "src": "src"})],
         loss=["src", "tgt_in", "tgt_out"],
-        generate=("Guten Tag", 6)),
+        generate=("Guten Tag", 6),
+        # Its gradients come back through the 37,000-word output projection:
+        # the GPU's generic kernels sum those 37,000 products in one f32
+        # chain, the CPU's in blocks. The CPU build itself is 7.0e-5 from
+        # the double-precision reference (worst tensor 8.4e-5); the
+        # project's bound against that reference is 1e-3.
+        grad_tolerance=1e-3),
 }
 
 TRAIN_STEPS = 20
@@ -226,7 +233,7 @@ def prepare_model(name, spec, args, out, log):
     os.makedirs(d, exist_ok=True)
     model = os.path.join(ROOT, "models", f"{name}.tfm")
     cpu, gpu = os.path.join(d, "cpu"), os.path.join(d, "gpu")
-    for exe, target in ((cpu, []), (gpu, ["--target", "cuda"])):
+    for exe, target in ((cpu, []), (gpu, ["--target", args.gpu_target])):
         ok, _, text = run([args.attnc, "build", model, "-o", exe] + target, log, timeout=3600)
         if not ok:
             sys.exit(f"error: building {name} {target}: {text}")
@@ -273,10 +280,11 @@ def prepare(args):
     os.makedirs(args.out, exist_ok=True)
     shutil.copy(os.path.abspath(__file__), os.path.join(args.out, "gpu_check.py"))
     shutil.copy(os.path.join(ROOT, "data", "kjv-train.txt"), args.out)
-    tokenizer = os.path.join(args.out, "gpt2-tokenizer")
-    os.makedirs(tokenizer, exist_ok=True)
-    for f in ("encoder.json", "vocab.bpe"):
-        shutil.copy(os.path.join(args.tokenizer, f), tokenizer)
+    if any(MODELS[m].get("tokenizer") for m in args.models):
+        tokenizer = os.path.join(args.out, "gpt2-tokenizer")
+        os.makedirs(tokenizer, exist_ok=True)
+        for f in ("encoder.json", "vocab.bpe"):
+            shutil.copy(os.path.join(args.tokenizer, f), tokenizer)
     with open(os.path.join(args.out, "prepare.log"), "w") as log:
         for name in args.models:
             print(f"preparing {name}", flush=True)
@@ -337,7 +345,8 @@ def check_model(name, spec, args, report, log):
         report.add(name, "grad", "FAIL", last_line(text))
     else:
         check_grads(name, np.load(os.path.join(d, "ref_grads.npz")),
-                    f32_tensors(grads), parse_loss(text), ref["loss"], secs, report)
+                    f32_tensors(grads), parse_loss(text), ref["loss"], secs, report,
+                    spec.get("grad_tolerance", TOLERANCE))
     if spec.get("generate"):
         ids = os.path.join(work, "generate.npy")
         ok, secs, text = run(generate_args(gpu, spec, weights, ids, args.dir), log)
@@ -362,7 +371,7 @@ def check_model(name, spec, args, report, log):
                        else "FAIL", (summary[-1] if summary else last_line(text)) + f" ({secs:.0f} s)")
 
 
-def check_grads(name, want_all, got_all, loss, want_loss, secs, report):
+def check_grads(name, want_all, got_all, loss, want_loss, secs, report, tolerance):
     if loss is None or want_loss is None or not np.isfinite(loss):
         report.add(name, "loss", "FAIL", f"loss {loss} (CPU {want_loss})")
     else:
@@ -374,12 +383,13 @@ def check_grads(name, want_all, got_all, loss, want_loss, secs, report):
             bad.append(f"{pname} missing")
             continue
         err = relative_error(sample(got_all[pname]), want_all[pname])
-        if not err <= TOLERANCE:
+        if not err <= tolerance:
             bad.append(f"{pname} {err:.2e}")
         worst = max(worst, err) if np.isfinite(err) else float("nan")
     detail = f"{len(want_all.files)} gradients, worst rel err {worst:.2e} ({secs:.1f} s)"
     if bad:
-        detail += "; over 1e-4: " + ", ".join(bad[:12]) + (" ..." if len(bad) > 12 else "")
+        detail += (f"; over {tolerance:g}: " + ", ".join(bad[:12]) +
+                   (" ..." if len(bad) > 12 else ""))
     report.add(name, "grad", "FAIL" if bad else "ok", detail)
 
 
@@ -433,16 +443,21 @@ def main():
     prep.add_argument("--out", required=True)
     prep.add_argument("--attnc", default=os.path.join(ROOT, "build", "bin", "attnc"))
     prep.add_argument("--models", default=",".join(MODELS))
+    prep.add_argument("--gpu-target", default="cuda",
+                      help="cuda, cuda-sm_80, or cuda-on-host (the GPU target's loops "
+                      "run on the CPU: checks the GPU lowering's structure anywhere)")
     prep.add_argument("--tokenizer", default=os.path.expanduser("~/.cache/attnc/gpt2-tokenizer"),
                       help="GPT-2's encoder.json and vocab.bpe (make fetches them)")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--work")
     r.add_argument("--log-dir")
-    r.add_argument("--models", default=",".join(MODELS))
+    r.add_argument("--models", help="default: the models the bundle holds")
     r.add_argument("--sanitize", default="", help="models whose grad also runs "
                    "under compute-sanitizer's memcheck and initcheck")
     args = p.parse_args()
+    if args.models is None:
+        args.models = ",".join(m for m in MODELS if os.path.isdir(os.path.join(args.dir, m)))
     args.models = [m for m in args.models.split(",") if m]
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:

@@ -13,11 +13,13 @@
 //   collapsed into one, tiled by `kThreadsPerBlock`, the tiles mapped to
 //   blocks and the iterations of a tile to threads; loops nested inside run
 //   sequentially in their thread.
-// - Any other host-level op that reads or writes device memory (a full
-//   reduction's `scf.for`, the embedding gradient's scatter loop) runs in a
-//   single-iteration parallel loop, i.e. on one GPU thread. That is correct
-//   but slow for large sequential loops; the dedicated kernels of the GPU
-//   target replace them (docs/Codegen.md, GPU).
+// - A row loop around a parallel loop (column reductions, the embedding
+//   gradient's scatter-add) becomes one kernel whose threads walk the rows,
+//   and a full reduction into one element partial sums across threads
+//   (GpuLoopRestructure.h).
+// - Any other host-level op that reads or writes device memory runs in a
+//   single-iteration parallel loop, i.e. on one GPU thread: correct, but
+//   slow for large sequential loops.
 //
 // The host part keeps only index arithmetic, allocations, views, calls and
 // the accesses of host buffers.
@@ -27,6 +29,7 @@
 #include "attn/Codegen/Passes.h"
 
 #include "BufferUses.h"
+#include "GpuLoopRestructure.h"
 #include "attn/EntryPoints/ArgAttributes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -297,6 +300,29 @@ LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
         load && accessesDeviceMemory(load)) {
       readOnHost(rewriter, load);
       continue;
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      // A row loop around a parallel loop: one kernel, not one per row.
+      if (FailureOr<scf::ParallelOp> columns =
+              interchangeRowLoop(rewriter, loop);
+          succeeded(columns)) {
+        mapToKernel(rewriter, *columns);
+        continue;
+      }
+      // A full reduction: partial sums across threads, then their sum.
+      if (runsOnDevice(loop)) {
+        if (FailureOr<scf::ParallelOp> partials =
+                splitFullReduction(rewriter, loop);
+            succeeded(partials)) {
+          Operation *total = partials->getOperation()->getNextNode();
+          mapToKernel(rewriter, *partials);
+          FailureOr<scf::ParallelOp> single = runOnOneThread(rewriter, total);
+          if (failed(single))
+            return failure();
+          mapToKernel(rewriter, *single);
+          continue;
+        }
+      }
     }
     // Anything else touching device memory outside a parallel loop (a host
     // loop's own body included) runs on the device whole.

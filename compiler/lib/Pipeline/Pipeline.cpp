@@ -150,7 +150,7 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
 /// parallel loop nest and each outermost one a kernel, launched in order on
 /// one stream (the host waits only where it reads a device value and at the
 /// end of each function).
-static void buildGpuLoopsPipeline(OpPassManager &pm) {
+static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost) {
   addLinalgOnBuffers(pm, /*gpu=*/true);
   pm.addNestedPass<func::FuncOp>(createAttnReuseBuffers());
   pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
@@ -160,6 +160,11 @@ static void buildGpuLoopsPipeline(OpPassManager &pm) {
   // Polynomial exp/tanh/erf/log in the kernels: no libdevice is needed.
   pm.addNestedPass<func::FuncOp>(createAttnMathApproximation());
   pm.addNestedPass<func::FuncOp>(createAttnGpuMapLoops());
+  // cuda-on-host: the same loops, run in order by the CPU's lowering.
+  if (onHost) {
+    pm.addNestedPass<func::FuncOp>(createAttnGpuLoopsOnHost());
+    return;
+  }
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
@@ -271,8 +276,8 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
     addAttnGradPasses(pm);
   std::optional<llvm::StringRef> chip = cudaChip(options.target);
   if (runs(Stage::Loops)) {
-    if (chip) {
-      buildGpuLoopsPipeline(pm);
+    if (mapsLoopsForGpu(options.target)) {
+      buildGpuLoopsPipeline(pm, /*onHost=*/!chip);
     } else {
       CpuCostModel model = CpuCostModel::forTarget(options.target);
       model.bf16Products = options.precision == "bf16";
@@ -318,7 +323,7 @@ void registerAttnPipelines() {
       "attn-opt-to-gpu-loops",
       "Runs the attnc pipeline from the attn-opt stage to the loops stage "
       "of the GPU target (kernels outlined, launched asynchronously)",
-      [](OpPassManager &pm) { buildGpuLoopsPipeline(pm); });
+      [](OpPassManager &pm) { buildGpuLoopsPipeline(pm, /*onHost=*/false); });
   PassPipelineRegistration<>(
       "attn-gpu-loops-to-llvm",
       "Runs the attnc pipeline from the GPU target's loops stage to the "

@@ -46,7 +46,7 @@ static bool hasAvx2(llvm::StringRef cpu) {
 
 bool isKnownTarget(llvm::StringRef target) {
   // The kernels need AVX2 and FMA (x86-64-v3 and later CPUs).
-  return target == "host" || cudaChip(target).has_value() ||
+  return target == "host" || mapsLoopsForGpu(target) ||
          (llvm::X86::parseArchX86(target, /*Only64Bit=*/true) !=
               llvm::X86::CK_None &&
           hasAvx2(target));
@@ -64,7 +64,7 @@ createTargetMachine(const CodegenOptions &options, std::string &error) {
   if (!target)
     return nullptr;
   std::string cpu = options.target;
-  if (cudaChip(options.target))
+  if (mapsLoopsForGpu(options.target))
     cpu = kCudaHostCpu.str();
   std::string features;
   if (options.target == "host") {

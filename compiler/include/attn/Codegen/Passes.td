@@ -237,4 +237,19 @@ def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def AttnGpuLoopsOnHost : Pass<"attn-gpu-loops-on-host", "::mlir::func::FuncOp"> {
+  let summary = "Runs the GPU mapping's loops on the host (for tests)";
+  let description = [{
+    Input: the output of `attn-gpu-map-loops`. Device allocations, frees and
+    copies become host ones (`memref.alloc`, `memref.dealloc`,
+    `memref.copy`); the parallel loops mapped to blocks and threads are left
+    for the CPU's lowering, which runs them in order. The target
+    `cuda-on-host` compiles a model this way, so that the GPU target's loop
+    structure (what runs where, in which order, reading which buffers) is
+    checked numerically on any machine; the kernels' own code generation
+    (NVVM, PTX) is not.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // ATTN_CODEGEN_PASSES_TD

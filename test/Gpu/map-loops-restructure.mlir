@@ -1,0 +1,140 @@
+// attn-gpu-map-loops turns sequential host loops around device work into
+// kernels where that is legal (GpuLoopRestructure.h): row loops around a
+// parallel loop become one kernel whose threads walk the rows, and a full
+// reduction into one element becomes partial sums across threads.
+// RUN: attnc-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-map-loops))' | FileCheck %s
+
+// A column sum (a bias's gradient): one kernel over the columns, each
+// thread adding the rows in order.
+// CHECK-LABEL: func.func @column_sum
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.for %{{.*}} = %c0 to %arg2 step %c1 {
+// CHECK: memref.load %arg0[%{{.*}}, %[[J:.*]]]
+// CHECK: memref.store %{{.*}}, %arg1[%[[J]]]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK-NEXT: return
+func.func @column_sum(%x: memref<?x192xf32>, %acc: memref<192xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c192 = arith.constant 192 : index
+  scf.for %i = %c0 to %n step %c1 {
+    scf.parallel (%j) = (%c0) to (%c192) step (%c1) {
+      %a = memref.load %x[%i, %j] : memref<?x192xf32>
+      %b = memref.load %acc[%j] : memref<192xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %acc[%j] : memref<192xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// Rows of a [B, T, D] tensor: both row loops inside the one kernel.
+// CHECK-LABEL: func.func @nested_rows
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK-NEXT: scf.for
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @nested_rows(%x: memref<?x?x64xf32>, %acc: memref<64xf32>, %b: index, %t: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  scf.for %i = %c0 to %b step %c1 {
+    scf.for %k = %c0 to %t step %c1 {
+      scf.parallel (%j) = (%c0) to (%c64) step (%c1) {
+        %a = memref.load %x[%i, %k, %j] : memref<?x?x64xf32>
+        %v = memref.load %acc[%j] : memref<64xf32>
+        %s = arith.addf %a, %v : f32
+        memref.store %s, %acc[%j] : memref<64xf32>
+        scf.reduce
+      }
+    }
+  }
+  return
+}
+
+// The embedding gradient's scatter-add: row ids[i] of the table gets row i
+// of the gradient; the columns are independent, so each thread owns one
+// column of the table and adds the rows in id order (no atomics).
+// CHECK-LABEL: func.func @scatter_add
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: memref.load %arg0
+// CHECK: memref.subview %arg2
+// CHECK: memref.store
+// CHECK: return
+func.func @scatter_add(%ids: memref<?xi32>, %grad: memref<?x8xf32>, %table: memref<16x8xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %n step %c1 {
+    %id = memref.load %ids[%i] : memref<?xi32>
+    %row = arith.index_cast %id : i32 to index
+    %dest = memref.subview %table[%row, 0] [1, 8] [1, 1] : memref<16x8xf32> to memref<1x8xf32, strided<[8, 1], offset: ?>>
+    %src = memref.subview %grad[%i, 0] [1, 8] [1, 1] : memref<?x8xf32> to memref<1x8xf32, strided<[8, 1], offset: ?>>
+    scf.parallel (%r, %j) = (%c0, %c0) to (%c1, %c8) step (%c1, %c1) {
+      %a = memref.load %src[%r, %j] : memref<1x8xf32, strided<[8, 1], offset: ?>>
+      %b = memref.load %dest[%r, %j] : memref<1x8xf32, strided<[8, 1], offset: ?>>
+      %s = arith.addf %b, %a : f32
+      memref.store %s, %dest[%r, %j] : memref<1x8xf32, strided<[8, 1], offset: ?>>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// Iterations that write the same element (every column into acc[0]) would
+// race: the row loop keeps its kernel per row.
+// CHECK-LABEL: func.func @same_element
+// CHECK: scf.for
+// CHECK: scf.parallel
+// CHECK: return
+func.func @same_element(%x: memref<?x4xf32>, %acc: memref<4xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %n step %c1 {
+    scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+      %a = memref.load %x[%i, %j] : memref<?x4xf32>
+      %b = memref.load %acc[%c0] : memref<4xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %acc[%c0] : memref<4xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// A sum of squares over a flat buffer (the gradient norm): 4096 threads'
+// partial sums, thread p taking elements p, p + 4096, ..., then their sum
+// on one thread.
+// CHECK-LABEL: func.func @sum_of_squares
+// CHECK: %[[P:.*]] = gpu.alloc () : memref<4096xf64>
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.for {{.*}} iter_args(%[[S:.*]] = %{{.*}}) -> (f64)
+// CHECK: arith.mulf
+// CHECK: arith.addf %[[S]]
+// CHECK: memref.store %{{.*}}, %[[P]]
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c4096
+// CHECK: memref.load %[[P]]
+// CHECK: gpu.dealloc %[[P]]
+func.func @sum_of_squares(%x: memref<?xf32>, %acc: memref<f64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %x[%i] : memref<?xf32>
+    %a = memref.load %acc[] : memref<f64>
+    %w = arith.extf %v : f32 to f64
+    %sq = arith.mulf %w, %w : f64
+    %s = arith.addf %a, %sq : f64
+    memref.store %s, %acc[] : memref<f64>
+  }
+  return
+}
