@@ -114,6 +114,12 @@ static const attn_entry_info *need_entry(const attn_model_info *m,
                  "without its training entry points (attnc --entry); "
                  "rebuild it without --entry, or add %s to --entry",
                  m->name, name, name);
+  else if (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, "_grad"))
+    input_errorf("model '%s' has no entry point '%s': attnc derives the "
+                 "gradient of the loss fn unless asked for others; build "
+                 "with attnc --entry %s (and the other entry points you "
+                 "need)",
+                 m->name, name, name);
   else
     input_errorf("model '%s' has no entry point '%s' (attnc generates the "
                  "training entry points of a model with a train { } section)",

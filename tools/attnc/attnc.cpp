@@ -358,6 +358,22 @@ bool wantsTraining() {
          });
 }
 
+/// The fns whose gradient --entry asks for beside the loss's: `F` for each
+/// `F_grad` the model does not define itself (read from the attn module,
+/// before the pipeline adds gradient entry points).
+std::vector<std::string> gradFnsOfEntries(ModuleOp module) {
+  std::vector<std::string> fns;
+  for (llvm::StringRef name : entryOption)
+    if (name.ends_with(attn::entry::kGradSuffix) &&
+        !module.lookupSymbol(name))
+      fns.push_back(
+          name.drop_back(attn::entry::kGradSuffix.size()).str());
+  return fns;
+}
+
+/// gradFnsOfEntries of the module being compiled.
+std::vector<std::string> requestedGradFns;
+
 /// Runs the pipeline from stage `from` to `to` on `module`, one stage at a
 /// time so that --dump-dir sees each.
 LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
@@ -397,6 +413,7 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     options.target = targetOption;
     options.precision = precisionOption;
     options.training = wantsTraining() && to >= attn::Stage::AttnGrad;
+    options.gradFns = requestedGradFns;
     attn::buildAttnPipeline(pm, options, static_cast<attn::Stage>(stage - 1));
     if (failed(pm.run(module)))
       return failure();
@@ -635,6 +652,7 @@ std::string kernelAssembly(ModuleOp module) {
 /// Carries out the command on a verified attn module.
 int runOnModule(ModuleOp module, llvm::StringRef command, attn::Stage stage,
                 MLIRContext &context) {
+  requestedGradFns = gradFnsOfEntries(module);
   attn::CodegenOptions options;
   options.target = targetOption;
   options.optLevel = optLevel;
@@ -952,6 +970,9 @@ int main(int argc, char **argv) {
   attn::registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // A model's errors point at its source; a dump of the IR they arose in
+  // says nothing to its author (--mlir-print-op-on-diagnostic brings it).
+  context.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   // --error-limit: a file that is no model at all (a text corpus) gives a
   // screenful of errors, not one per line. Registered after the printing

@@ -238,8 +238,11 @@ static void buildLLVMPipeline(OpPassManager &pm) {
   pm.addNestedPass<LLVM::LLVMFuncOp>(createCanonicalizerPass());
 }
 
-static void addAttnGradPasses(OpPassManager &pm) {
-  pm.addPass(createAttnAutodiff());
+static void addAttnGradPasses(OpPassManager &pm,
+                              const std::vector<std::string> &gradFns) {
+  AttnAutodiffOptions autodiff;
+  autodiff.fns.assign(gradFns.begin(), gradFns.end());
+  pm.addPass(createAttnAutodiff(autodiff));
   pm.addPass(createAttnBuildTrainStep());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -259,8 +262,11 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
   // differentiated in attn-grad, after fusion.
   bool training = options.training;
   if (runs(Stage::AttnOpt)) {
-    if (training)
-      pm.addPass(createAttnAutodiffPrimal());
+    if (training) {
+      AttnAutodiffPrimalOptions primal;
+      primal.fns.assign(options.gradFns.begin(), options.gradFns.end());
+      pm.addPass(createAttnAutodiffPrimal(primal));
+    }
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addPass(createAttnIncrementalDecoding());
@@ -273,7 +279,7 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
   // attn-grad: the gradient and training-step entry points, with the forward
   // pass they recompute shared with the reverse pass by CSE.
   if (training && runs(Stage::AttnGrad))
-    addAttnGradPasses(pm);
+    addAttnGradPasses(pm, options.gradFns);
   std::optional<llvm::StringRef> chip = cudaChip(options.target);
   if (runs(Stage::Loops)) {
     if (mapsLoopsForGpu(options.target)) {
@@ -312,7 +318,7 @@ void registerAttnPipelines() {
       "attn-opt-to-attn-grad",
       "Runs the attnc pipeline from the attn-opt stage to the attn-grad stage "
       "(the autodiff pass, then canonicalisation and CSE)",
-      [](OpPassManager &pm) { addAttnGradPasses(pm); });
+      [](OpPassManager &pm) { addAttnGradPasses(pm, {}); });
   PassPipelineRegistration<>(
       "attn-opt-to-loops",
       "Runs the attnc pipeline from the attn-opt stage to the loops stage",

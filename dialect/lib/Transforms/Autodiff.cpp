@@ -188,19 +188,46 @@ FailureOr<func::FuncOp> getLoss(ModuleOp module, TrainOp &train) {
   return loss;
 }
 
+/// The fns to differentiate: the loss (getLoss), then each of `names`
+/// (attnc --entry <fn>_grad), checked to be a public fn with a body
+/// returning one f32 scalar.
+FailureOr<SmallVector<func::FuncOp>>
+lossesToDifferentiate(ModuleOp module, ArrayRef<std::string> names) {
+  TrainOp train;
+  FailureOr<func::FuncOp> loss = getLoss(module, train);
+  if (failed(loss))
+    return failure();
+  SmallVector<func::FuncOp> losses;
+  if (*loss)
+    losses.push_back(*loss);
+  for (const std::string &name : names) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn || fn.isExternal() || !fn.isPublic())
+      return module.emitError() << "cannot derive '" << entry::gradName(name)
+                                << "': the model has no fn '" << name << "'";
+    FunctionType type = fn.getFunctionType();
+    if (type.getNumResults() != 1 ||
+        type.getResult(0) != scalarF32(module.getContext()))
+      return fn.emitError() << "cannot derive '" << entry::gradName(name)
+                            << "': fn '" << name
+                            << "' must return one f32 scalar to be "
+                               "differentiated";
+    if (!llvm::is_contained(losses, fn))
+      losses.push_back(fn);
+  }
+  return losses;
+}
+
 /// `@<loss>_grad(<loss's arguments>, %seed {attn.seed}, %row
 /// {attn.dropout_row}) -> tensor<f32>` holding the loss inlined with every
 /// dropout seeded (the row, entry::kDropoutRowAttr, is read where dropout is
 /// lowered), marked as a primal:
 /// what attn-autodiff differentiates. An existing primal is returned as it
-/// is; null when the module has no loss to differentiate, or defines both
-/// training entry points itself (hand-written attn IR keeps its own).
-FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
-  TrainOp train;
-  FailureOr<func::FuncOp> loss = getLoss(module, train);
-  if (failed(loss) || !*loss)
-    return loss;
-  std::string name = entry::gradName(loss->getSymName());
+/// is; null when the module defines both training entry points itself
+/// (hand-written attn IR keeps its own).
+FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module,
+                                          func::FuncOp loss) {
+  std::string name = entry::gradName(loss.getSymName());
   if (auto existing = module.lookupSymbol<func::FuncOp>(name)) {
     if (existing->hasAttr(kPrimalAttr))
       return existing;
@@ -211,9 +238,9 @@ FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
   }
   MLIRContext *context = module.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  unsigned numArgs = loss->getNumArguments();
+  unsigned numArgs = loss.getNumArguments();
   func::FuncOp primal =
-      entry::create(b, *loss, numArgs, name,
+      entry::create(b, loss, numArgs, name,
                     {{seedType(context), "attn.seed"},
                      {seedType(context), entry::kDropoutRowAttr}},
                     {scalarF32(context)});
@@ -223,13 +250,13 @@ FailureOr<func::FuncOp> getOrCreatePrimal(ModuleOp module) {
   Inliner inliner(module);
   SmallVector<Value> results;
   if (failed(inliner.inlineBody(
-          b, *loss, block.getArguments().take_front(numArgs), results, 0))) {
+          b, loss, block.getArguments().take_front(numArgs), results, 0))) {
     primal.erase();
     return failure();
   }
   seedDropout(b, inliner.cloned, block.getArgument(numArgs));
   b.setInsertionPointToEnd(&block);
-  func::ReturnOp::create(b, loss->getLoc(), results);
+  func::ReturnOp::create(b, loss.getLoc(), results);
   splitActivations(b, block);
   return primal;
 }
@@ -376,30 +403,47 @@ LogicalResult buildGradEntry(func::FuncOp primal, ArrayRef<ParamOp> params) {
 
 struct AttnAutodiffPrimalPass
     : impl::AttnAutodiffPrimalBase<AttnAutodiffPrimalPass> {
+  using Base::Base;
+
   void runOnOperation() override {
-    if (failed(getOrCreatePrimal(getOperation())))
-      signalPassFailure();
+    ModuleOp module = getOperation();
+    FailureOr<SmallVector<func::FuncOp>> losses =
+        lossesToDifferentiate(module, fns);
+    if (failed(losses))
+      return signalPassFailure();
+    for (func::FuncOp loss : *losses)
+      if (failed(getOrCreatePrimal(module, loss)))
+        return signalPassFailure();
   }
 };
 
 struct AttnAutodiffPass : impl::AttnAutodiffBase<AttnAutodiffPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> primal = getOrCreatePrimal(module);
-    if (failed(primal))
+    FailureOr<SmallVector<func::FuncOp>> losses =
+        lossesToDifferentiate(module, fns);
+    if (failed(losses))
       return signalPassFailure();
-    if (!*primal)
-      return;
-    // attn-build-train-step derives train_step from the gradient entry
-    // point; one defined beside a derived gradient would not match it.
-    if (module.lookupSymbol(entry::kTrainStep)) {
-      module.emitError() << "the module already defines '" << entry::kTrainStep
-                         << "', which the autodiff pass derives";
-      return signalPassFailure();
-    }
     auto params = llvm::to_vector(module.getOps<ParamOp>());
-    if (failed(buildGradEntry(*primal, params)))
-      return signalPassFailure();
+    for (func::FuncOp loss : *losses) {
+      FailureOr<func::FuncOp> primal = getOrCreatePrimal(module, loss);
+      if (failed(primal))
+        return signalPassFailure();
+      if (!*primal)
+        continue;
+      // attn-build-train-step derives train_step from the gradient entry
+      // point; one defined beside a derived gradient would not match it.
+      if (module.lookupSymbol(entry::kTrainStep)) {
+        module.emitError() << "the module already defines '"
+                           << entry::kTrainStep
+                           << "', which the autodiff pass derives";
+        return signalPassFailure();
+      }
+      if (failed(buildGradEntry(*primal, params)))
+        return signalPassFailure();
+    }
   }
 };
 

@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -54,6 +55,9 @@ struct PipelineOptions {
   /// goes to attn-grad or beyond (attnc does unless --entry names no
   /// training entry point).
   bool training = false;
+  /// Fns differentiated beside the loss (`<fn>_grad` each), from attnc's
+  /// `--entry <fn>_grad`.
+  std::vector<std::string> gradFns = {};
   /// How matrix products compute on a CPU target (`attnc --precision`):
   /// "f32", or "bf16" (attn-matmul-to-vector's `precision`).
   std::string precision = "f32";

@@ -91,8 +91,13 @@ def AttnAutodiffPrimal : Pass<"attn-autodiff-primal", "::mlir::ModuleOp"> {
     differentiated after fusion. Without `attn.train`, `F` is the public
     function `@loss` when it returns one tensor<f32> (gradients need no
     optimizer). Modules with no such `F`, or that already have the primal,
-    are left unchanged.
+    are left unchanged. Each fn named by `fns` gets its primal too.
   }];
+  let options = [
+    ListOption<"fns", "fns", "std::string",
+               "Further public fns returning one f32 scalar to differentiate "
+               "(`<fn>_grad` each; attnc --entry <fn>_grad)">
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
@@ -119,8 +124,15 @@ def AttnAutodiff : Pass<"attn-autodiff", "::mlir::ModuleOp"> {
     every other function are left unchanged. Modules with no `F`, or that
     define `train_step` themselves (hand-written IR keeps its own training
     entry points), are left unchanged. An op of the loss with no gradient
-    rule is an error naming it.
+    rule is an error naming it. Each fn named by `fns` (a public fn
+    returning one f32 scalar) gets its `<fn>_grad` the same way; only `F`'s
+    gradient feeds `train_step`.
   }];
+  let options = [
+    ListOption<"fns", "fns", "std::string",
+               "Further public fns returning one f32 scalar to differentiate "
+               "(`<fn>_grad` each; attnc --entry <fn>_grad)">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect"];
 }
