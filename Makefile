@@ -26,7 +26,7 @@ CMAKE_FLAGS := -G Ninja \
   -DCMAKE_CXX_COMPILER=$(LLVM_DIR)/bin/clang++ \
   -DLLVM_USE_LINKER=lld
 
-.PHONY: all deps configure build install test test-long check-lit check-unit docs demo fuzz bench clean fetch-gpt2-tokenizer
+.PHONY: all deps configure build install test test-long check-lit check-unit docs demo fuzz bench bench-gpu clean fetch-gpt2-tokenizer
 
 all: build
 
@@ -136,6 +136,16 @@ BENCH_PYTHON ?= $(shell for p in /usr/bin/python3 python3; do \
 
 bench: build
 	$(BENCH_PYTHON) tools/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
+
+# attnc's GPU build against PyTorch (eager with F.scaled_dot_product_attention,
+# torch.compile) on the same GPU: gpt2_small's training step, forward and
+# decoding step, attention forward + backward at T = 1k..8k; see
+# tools/bench/bench_gpu.py. Needs a CUDA GPU and a PyTorch that sees it; on a
+# machine without LLVM, `bench_gpu.py prepare` where attnc is and `run` there
+# (docs/Benchmarks.md, GPU).
+bench-gpu: build
+	$(BENCH_PYTHON) tools/bench/bench_gpu.py prepare --build $(BUILD) --out $(BUILD)/bench-gpu
+	$(BENCH_PYTHON) tools/bench/bench_gpu.py run --dir $(BUILD)/bench-gpu $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -94,6 +94,19 @@ static int is_derived_training_entry(const attn_model_info *m,
           strcmp(name + n, ATTN_ENTRY_GRAD_SUFFIX) == 0);
 }
 
+/* Whether `name` is `F_grad` for an entry point F of the model (a scalar
+ * fn whose gradient attnc derives only when --entry asks for it). */
+static int is_gradient_of_entry(const attn_model_info *m, const char *name) {
+  size_t n = strlen(name), suffix = strlen(ATTN_ENTRY_GRAD_SUFFIX);
+  char fn[256];
+  if (n <= suffix || n - suffix >= sizeof fn ||
+      strcmp(name + n - suffix, ATTN_ENTRY_GRAD_SUFFIX))
+    return 0;
+  memcpy(fn, name, n - suffix);
+  fn[n - suffix] = 0;
+  return attn_find_entry(m, fn) != NULL;
+}
+
 /* The entry point `name` or an error naming what is missing. A model with
  * a train { } section lacks one of its training entry points only when
  * attnc --entry left it out, which is what the error says then. */
@@ -114,7 +127,7 @@ static const attn_entry_info *need_entry(const attn_model_info *m,
                  "without its training entry points (attnc --entry); "
                  "rebuild it without --entry, or add %s to --entry",
                  m->name, name, name);
-  else if (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, "_grad"))
+  else if (is_gradient_of_entry(m, name))
     input_errorf("model '%s' has no entry point '%s': attnc derives the "
                  "gradient of the loss fn unless asked for others; build "
                  "with attnc --entry %s (and the other entry points you "

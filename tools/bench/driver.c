@@ -26,7 +26,7 @@
  *                        gradient buffer, call train_step (AdamW, clipping
  *                        and dropout as compiled); all of it is timed.
  *     loss B T           the `loss` entry (dropout off) on that batch, with
- *                        the current weights: "loss L"
+ *                        the current weights: "loss L seconds S"
  *     hyper              the optimizer values train uses: "hyper LR BETA1
  *                        BETA2 EPS WEIGHT_DECAY CLIP_NORM"
  *     call ENTRY REPS SHAPE...
@@ -496,9 +496,10 @@ static int serve(attn_ctx *ctx) {
       }
     } else if (sscanf(line, "loss %lld %lld", &a, &b) == 2) {
       float loss, norm;
-      if (run_loss_entry(ctx, "loss", a, b, 0, &loss, &norm) < 0)
+      double s = run_loss_entry(ctx, "loss", a, b, 0, &loss, &norm);
+      if (s < 0)
         return fail("loss");
-      printf("loss %.6f\n", loss);
+      printf("loss %.6f seconds %.6f\n", loss, s);
     } else if (!strncmp(line, "hyper", 5)) {
       const attn_train_info *ti = MODEL_INFO.train;
       if (!ti) {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs on the GPU machine: unpacks a bundle made by pack.sh, runs the
 # runtime's CUDA unit test and gpu_check.py over the bundle's models, then
-# the pack's extra.sh if there is one. Logs go to $OUT (or the directory
+# bench_gpu.py if the pack has it, then the pack's extra.sh if there is one. Logs go to $OUT (or the directory
 # given as the second argument).
 #   on-device.sh PACK_DIR [OUT_DIR] [gpu_check.py run options...]
 set -u
@@ -17,6 +17,14 @@ python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall('/tmp')" \
 echo "runtime-cuda unit test: exit $? (77: skipped)" | tee -a "$out/unit.txt"
 PYTHONUNBUFFERED=1 python3 /tmp/gpu-bundle/gpu_check.py run --dir /tmp/gpu-bundle \
   --log-dir "$out" "$@" 2>&1 | tee "$out/check.txt"
+# make bench-gpu's measurements, when the pack has them (pack.sh BENCH_DIR).
+if [ -f "$pack/bench.tar.xz" ]; then
+  python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+    "$pack/bench.tar.xz" /tmp/gpu-bench &&
+    PYTHONUNBUFFERED=1 python3 /tmp/gpu-bench/*/bench_gpu.py run \
+      --dir "$(dirname /tmp/gpu-bench/*/bench_gpu.py)" --out "$out" 2>&1 |
+    tee "$out/bench.txt"
+fi
 # Diagnostics of the moment (timings, sanitizer runs) travel as the
 # pack's extra.sh, run last with the same variables.
 if [ -f "$pack/extra.sh" ]; then
