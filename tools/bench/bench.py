@@ -29,7 +29,9 @@ counts the products' weights at that size.
 --precisions bf16 (default where the CPU has AVX512-BF16): the models built
 with `attnc --precision bf16` too ("attnc bf16-products": products on
 bf16 operands with f32 accumulation), in the forward, generate, prefill
-and train rows, and the gemm section's products built so (columns "bf16"). --rounds
+and train rows, and the gemm section's products built so (columns "bf16"),
+with PyTorch's own bf16 beside them in the forward and train rows
+("PyTorch bf16-autocast": torch.autocast("cpu", dtype=torch.bfloat16)). --rounds
 rounds, systems in turn, medians; each round starts with the read loop of
 `peak` (0.5 s on 1 and 2 threads), whose medians give the decode step's
 bound: the host's bandwidth moves over minutes, so the bound is measured
@@ -109,6 +111,7 @@ Usage: bench.py [--only SECTIONS] [--build DIR] [--attnc PATH] [--models a,b]
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -283,9 +286,16 @@ def torch_worker(args):
         ids = torch.from_numpy(lcg_tokens(b * (T + 1)).reshape(b, T + 1).astype(np.int64))
         return ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
 
+    def precision():
+        """PyTorch's bf16 mixed precision for --autocast, else nothing."""
+        if args.autocast:
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     def train_step(tokens, targets):
         model.train()
-        logits = model(tokens)
+        with precision():
+            logits = model(tokens)
         loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), train["clip"])
@@ -342,12 +352,14 @@ def torch_worker(args):
                 b, reps = cmd["b"], cmd["reps"]
                 tokens = torch.from_numpy(lcg_tokens(b * T).reshape(b, T).astype(np.int64))
                 if b not in warm:
-                    model(tokens)
+                    with precision():
+                        model(tokens)
                     warm.add(b)
                 times = []
                 for _ in range(reps):
                     t0 = time.perf_counter()
-                    model(tokens)
+                    with precision():
+                        model(tokens)
                     times.append(time.perf_counter() - t0)
                 print(json.dumps({"seconds": times}), flush=True)
             elif cmd["cmd"] == "generate":
@@ -522,11 +534,13 @@ class BlasProcess(Worker):
 
 
 class TorchProcess(TorchWorker):
-    """The model sections' worker: a 1 s pause after every answer."""
+    """The model sections' worker: a 1 s pause after every answer. With
+    `autocast`, forward and train run under torch.autocast("cpu",
+    dtype=torch.bfloat16) (products on bf16, the rest f32)."""
 
-    def __init__(self, model, weights, blas_dir):
-        super().__init__(["--torch-worker", "--model", model, "--weights", weights],
-                         blas_dir, pause=1.0)
+    def __init__(self, model, weights, blas_dir, autocast=False):
+        super().__init__(["--torch-worker", "--model", model, "--weights", weights]
+                         + ["--autocast"] * autocast, blas_dir, pause=1.0)
         self.hyper = None  # the optimizer values: attnc's (AttncProcess.hyper)
 
     def forward(self, b, reps):
@@ -1262,6 +1276,11 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                          f"full recomputation: {check['cache_ok']}")
             systems["PyTorch/2"] = torch_proc
             decoders["PyTorch/2"] = torch_proc
+            # Beside the bf16-products builds, PyTorch's own bf16 (forward
+            # and train rows).
+            if "bf16" in args.precisions.split(","):
+                systems["PyTorch bf16-autocast/2"] = TorchProcess(model, weights, blas_dir,
+                                                                  autocast=True)
         order = lambda res: sorted(res, key=lambda n: (not n.startswith("PyTorch"), n))
         try:
             for b in [int(x) for x in args.batches.split(",")] if "forward" in sections else []:
@@ -1338,7 +1357,9 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                 log(f"[{model}] {work_name}")
                 losses = {name: s.loss(b) for name, s in systems.items()}
                 if "PyTorch/2" in systems:
-                    systems["PyTorch/2"].hyper = systems["attnc/1"].hyper()
+                    for name in systems:
+                        if name.startswith("PyTorch"):
+                            systems[name].hyper = systems["attnc/1"].hyper()
                     ref = losses["PyTorch/2"]
                     notes.append(
                         f"{model}: loss on the train batch B={b} T={T} before any step, dropout "
@@ -1360,7 +1381,7 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                                  f"{ref / med:.2f}" if ref else "-",
                                  pct(3 * flops_at(T) * b * T / med, int(threads)), n))
         finally:
-            for s in {id(s): s for s in decoders.values()}.values():
+            for s in {id(s): s for s in [*decoders.values(), *systems.values()]}.values():
                 s.close()
         notes.append(f"{model}: {flops_at(T) / 1e6:.1f} MFLOP per token forward at T={T} "
                      f"(x3 for a train step), {weight_bytes / 1e6:.1f} MB of weights per "
@@ -1423,6 +1444,7 @@ def main():
     parser.add_argument("--sdpa-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--weights", help=argparse.SUPPRESS)
+    parser.add_argument("--autocast", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.torch_worker:
         return torch_worker(args)
