@@ -89,9 +89,11 @@ func.func @scatter_add(%ids: memref<?xi32>, %grad: memref<?x8xf32>, %table: memr
 }
 
 // Iterations that write the same element (every column into acc[0]) would
-// race: the row loop keeps its kernel per row.
+// race: the row loop keeps its kernel per row, in an alloca scope, so that
+// each launch's argument arrays leave the host's stack with its iteration.
 // CHECK-LABEL: func.func @same_element
 // CHECK: scf.for
+// CHECK-NEXT: memref.alloca_scope
 // CHECK: scf.parallel
 // CHECK: return
 func.func @same_element(%x: memref<?x4xf32>, %acc: memref<4xf32>, %n: index) {

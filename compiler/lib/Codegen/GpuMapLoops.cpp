@@ -341,6 +341,32 @@ LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
   return success();
 }
 
+/// Each kernel launch reserves its argument arrays on the host's stack
+/// where it stands, and an alloca in a loop is not released before the
+/// function returns: a host loop launching a kernel per row (thousands of
+/// rows) would overflow the stack. Such loops' bodies get an alloca scope.
+void releaseStackPerIteration(RewriterBase &rewriter, func::FuncOp func) {
+  SmallVector<scf::ForOp> loops;
+  func.walk([&](scf::ForOp loop) {
+    if (loop.getNumResults() == 0 &&
+        !loop->getParentOfType<scf::ParallelOp>() &&
+        !loop.getBody()->getOps<scf::ParallelOp>().empty())
+      loops.push_back(loop);
+  });
+  for (scf::ForOp loop : loops) {
+    Block *body = loop.getBody();
+    rewriter.setInsertionPointToStart(body);
+    auto scope = memref::AllocaScopeOp::create(rewriter, loop.getLoc(),
+                                               TypeRange{});
+    Block *inner = rewriter.createBlock(&scope.getBodyRegion());
+    for (Operation &op : llvm::make_early_inc_range(*body))
+      if (&op != scope && !op.hasTrait<OpTrait::IsTerminator>())
+        op.moveBefore(inner, inner->end());
+    rewriter.setInsertionPointToEnd(inner);
+    memref::AllocaScopeReturnOp::create(rewriter, loop.getLoc(), ValueRange{});
+  }
+}
+
 struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
   using Base::Base;
 
@@ -364,6 +390,7 @@ struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
     allocateOnDevice(rewriter, func);
     if (failed(mapBlock(rewriter, func.getBody().front())))
       return signalPassFailure();
+    releaseStackPerIteration(rewriter, func);
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       func.removeArgAttr(i, kHostMemoryArgAttr);
   }
