@@ -1,7 +1,8 @@
 //===- CpuCostModel.cpp - Tile sizes and thresholds of the CPU target -----===//
 //
 // The CPU cost model's values for a target: what depends on the vector
-// registers, and the host's features for `--target host`.
+// registers and the L2 cache, and the host's features and caches for
+// `--target host`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,8 +10,13 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
+
+#include <algorithm>
+#include <string>
 
 namespace attn {
 
@@ -37,9 +43,64 @@ VectorTarget vectorTargetFor(llvm::StringRef target) {
   return VectorTarget{8, 16};
 }
 
-CpuCostModel CpuCostModel::forTarget(VectorTarget target) {
+/// The build machine's L2 per core, from Linux's sysfs (the unified cache
+/// of level 2 that cpu0 sees); 0 when it does not say.
+static int64_t hostL2Bytes() {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    auto read = [&](const char *file) -> std::string {
+      auto buffer = llvm::MemoryBuffer::getFile(dir + "/" + file,
+                                                /*IsText=*/true);
+      return buffer ? (*buffer)->getBuffer().trim().str() : std::string();
+    };
+    if (read("level") != "2" || read("type") == "Instruction")
+      continue;
+    std::string text = read("size");
+    llvm::StringRef size = text;
+    int64_t value = 0;
+    if (size.consumeInteger(10, value) || value <= 0)
+      return 0;
+    if (size == "K")
+      return value << 10;
+    if (size == "M")
+      return value << 20;
+    return size.empty() ? value : 0;
+  }
+  return 0;
+}
+
+CacheSizes cacheSizesFor(llvm::StringRef target) {
+  CacheSizes caches;
+  if (target == "host") {
+    if (int64_t l2 = hostL2Bytes())
+      caches.l2Bytes = l2;
+    return caches;
+  }
+  // L2 per core of the CPUs LLVM names; the rest keep the 1 MiB default.
+  caches.l2Bytes =
+      llvm::StringSwitch<int64_t>(target)
+          .Cases({"znver2", "znver3"}, 512 << 10)
+          .Cases({"icelake-server", "tigerlake"}, 1280 << 10)
+          .Cases({"sapphirerapids", "emeraldrapids", "graniterapids",
+                  "graniterapids-d"},
+                 2 << 20)
+          .Default(caches.l2Bytes);
+  return caches;
+}
+
+/// `bytes` of f32 as columns of `rows` each, a multiple of `multiple`
+/// within [lo, hi].
+static int64_t columnsIn(int64_t bytes, int64_t rows, int64_t multiple,
+                         int64_t lo, int64_t hi) {
+  int64_t columns = bytes / (rows * 4) / multiple * multiple;
+  return std::clamp(columns, lo, hi);
+}
+
+CpuCostModel CpuCostModel::forTarget(VectorTarget target, CacheSizes caches) {
   CpuCostModel model;
   model.target = target;
+  model.caches = caches;
   // With 16 registers, 6 x 2 accumulators and 2 x 4 dot-product groups
   // leave room for the vectors of B (or W) and A each step reads.
   bool wide = target.registers >= 32;
@@ -47,6 +108,12 @@ CpuCostModel CpuCostModel::forTarget(VectorTarget target) {
   model.tileCols = 2 * target.lanes;
   model.dotCols = wide ? 4 : 2;
   model.singleRowDotCols = 2 * model.dotCols;
+  // B's packed block a quarter of L2, the transposed-A case's half.
+  model.blockN = columnsIn(caches.l2Bytes / 4, model.blockK, model.tileCols,
+                           2 * model.tileCols, 512);
+  model.blockNTransposedA =
+      columnsIn(caches.l2Bytes / 2, model.blockKTransposedA, model.tileCols,
+                4 * model.tileCols, 1024);
   return model;
 }
 

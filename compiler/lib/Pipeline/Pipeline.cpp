@@ -123,6 +123,7 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
   matmul.lanes = target.lanes;
   matmul.registers = target.registers;
   matmul.precision = model.bf16Products ? "bf16" : "f32";
+  matmul.l2Bytes = model.caches.l2Bytes;
   pm.addPass(createAttnMatmulToVector(matmul));
   AttnVectorizeLinalgOptions vectorize;
   vectorize.lanes = target.lanes;

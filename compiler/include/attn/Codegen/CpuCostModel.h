@@ -29,6 +29,17 @@ struct VectorTarget {
 /// "x86-64-v4"); "host" asks the build machine for AVX-512F.
 VectorTarget vectorTargetFor(llvm::StringRef target);
 
+/// The per-core caches the packed products block for.
+struct CacheSizes {
+  /// L2 bytes per core: 1 MiB on AMD Zen 4 (and the default for CPUs not
+  /// in cacheSizesFor's table), 2 MiB on Intel Sapphire Rapids.
+  int64_t l2Bytes = 1 << 20;
+};
+
+/// The caches of an attnc `--target`: the build machine's (sysfs) for
+/// "host", a table of LLVM's CPU names otherwise.
+CacheSizes cacheSizesFor(llvm::StringRef target);
+
 /// Whether an attnc `--target` has AVX512-BF16's vdpbf16ps (with AVX-512F),
 /// which `--precision bf16` needs.
 bool hasBf16Dot(llvm::StringRef target);
@@ -36,6 +47,7 @@ bool hasBf16Dot(llvm::StringRef target);
 /// The code generator's decisions for one CPU target.
 struct CpuCostModel {
   VectorTarget target;
+  CacheSizes caches;
 
   /// Matrix products (attn-matmul-to-vector), packed kernel: a register
   /// tile of `tileRows` x `tileCols` f32 accumulators, `tileCols` being two
@@ -43,13 +55,15 @@ struct CpuCostModel {
   /// B vectors and the broadcast of A; with 16, 6 x 2.
   int64_t tileRows = 8;
   int64_t tileCols = 32;
-  /// Blocks of B packed at a time (N x K): a 512 x 128 f32 block is
-  /// 256 KiB, which stays in L2 while rows of A stream through L1.
+  /// Blocks of B packed at a time (N x K): a quarter of L2, which stays
+  /// there while rows of A stream through L1 (tuned on Zen 4's 1 MiB L2:
+  /// 512 x 128 f32, 256 KiB); blockN follows the L2 size.
   int64_t blockN = 128;
   int64_t blockK = 512;
   /// With A stored [K, M] (weight gradients) each register tile's rows of A
   /// are copied into a panel once per column block of B: wider column
-  /// blocks let one panel serve more register tiles.
+  /// blocks let one panel serve more register tiles. Half of L2 (256 x 512
+  /// on Zen 4).
   int64_t blockNTransposedA = 512;
   int64_t blockKTransposedA = 256;
 
@@ -107,11 +121,11 @@ struct CpuCostModel {
   int64_t attentionQueryTile = 64;
   int64_t attentionKeyTile = 64;
 
-  /// The model of `target`.
-  static CpuCostModel forTarget(VectorTarget target);
+  /// The model of `target` with `caches`.
+  static CpuCostModel forTarget(VectorTarget target, CacheSizes caches = {});
   /// The model of an attnc `--target`.
   static CpuCostModel forTarget(llvm::StringRef target) {
-    return forTarget(vectorTargetFor(target));
+    return forTarget(vectorTargetFor(target), cacheSizesFor(target));
   }
 };
 

@@ -126,7 +126,10 @@ def AttnMatmulToVector : Pass<"attn-matmul-to-vector", "::mlir::ModuleOp"> {
     Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
            "f32, or bf16: the packed kernel's operands rounded to bf16 and "
            "multiplied by vdpbf16ps with f32 accumulation (needs "
-           "AVX512-BF16 and 16 lanes)">
+           "AVX512-BF16 and 16 lanes)">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1048576",
+           "L2 cache bytes per core, which the packed blocks of B follow "
+           "(CpuCostModel)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",

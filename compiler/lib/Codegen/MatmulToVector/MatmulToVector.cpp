@@ -42,8 +42,8 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    CpuCostModel model =
-        CpuCostModel::forTarget(VectorTarget{lanes, registers});
+    CpuCostModel model = CpuCostModel::forTarget(VectorTarget{lanes, registers},
+                                                 CacheSizes{l2Bytes});
     if (precision != "f32" && precision != "bf16") {
       module.emitError() << "attn-matmul-to-vector: unknown precision '"
                          << precision << "'; expected f32 or bf16";
