@@ -56,6 +56,9 @@ namespace attn {
 
 namespace {
 
+/// The mark attn-plan-arena puts on a function's arena allocation.
+constexpr llvm::StringLiteral kArenaAttr = "attn.arena";
+
 /// Threads per block of the generic kernels: a multiple of the warp size
 /// that leaves a multiprocessor room for several blocks.
 constexpr int64_t kThreadsPerBlock = 256;
@@ -143,10 +146,14 @@ void allocateOnDevice(RewriterBase &rewriter, func::FuncOp func) {
     rewriter.setInsertionPoint(op);
     if (auto alloc = dyn_cast<memref::AllocOp>(op);
         alloc && !isHostMemory(alloc)) {
-      rewriter.replaceOpWithNewOp<gpu::AllocOp>(
+      auto device = rewriter.replaceOpWithNewOp<gpu::AllocOp>(
           alloc, alloc.getType(), /*asyncToken=*/Type(),
           /*asyncDependencies=*/ValueRange{}, alloc.getDynamicSizes(),
           alloc.getSymbolOperands(), /*hostShared=*/false);
+      // attn-plan-arena's mark, which the arena's size is read from
+      // (ArenaSize.cpp).
+      if (Attribute arena = alloc->getAttr(kArenaAttr))
+        device->setAttr(kArenaAttr, arena);
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op);
                dealloc && !isHostMemory(dealloc.getMemref())) {
       rewriter.replaceOpWithNewOp<gpu::DeallocOp>(

@@ -3,6 +3,7 @@
 #include "attn/Target/ArenaSize.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -113,24 +114,29 @@ private:
 std::optional<int64_t> evaluateArenaBytes(func::FuncOp func,
                                           const EntryInfo &entry,
                                           int64_t batch) {
-  memref::AllocOp arena;
-  func.walk([&](memref::AllocOp alloc) {
-    if (alloc->hasAttr("attn.arena"))
-      arena = alloc;
+  // The arena's allocation: on the host (CPU targets) or the device's
+  // (attn-gpu-map-loops keeps the mark).
+  Operation *arena = nullptr;
+  func.walk([&](Operation *op) {
+    if (isa<memref::AllocOp, gpu::AllocOp>(op) && op->hasAttr("attn.arena"))
+      arena = op;
   });
   if (!arena)
     return 0;
-  if (arena.getDynamicSizes().size() != 1)
+  OperandRange sizes = isa<memref::AllocOp>(arena)
+                           ? cast<memref::AllocOp>(arena).getDynamicSizes()
+                           : cast<gpu::AllocOp>(arena).getDynamicSizes();
+  if (sizes.size() != 1)
     return std::nullopt;
   SizeEvaluator evaluator(func, entry, batch);
-  return evaluator.evaluate(arena.getDynamicSizes().front());
+  return evaluator.evaluate(sizes.front());
 }
 
 /// The number of slots of `func`'s arena (its `attn.arena` attribute).
 static int64_t arenaSlots(func::FuncOp func) {
   int64_t slots = 0;
-  func.walk([&](memref::AllocOp alloc) {
-    if (auto attr = alloc->getAttrOfType<IntegerAttr>("attn.arena"))
+  func.walk([&](Operation *op) {
+    if (auto attr = op->getAttrOfType<IntegerAttr>("attn.arena"))
       slots = attr.getInt();
   });
   return slots;
