@@ -286,15 +286,15 @@ def torch_worker(args):
         ids = torch.from_numpy(lcg_tokens(b * (T + 1)).reshape(b, T + 1).astype(np.int64))
         return ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
 
-    def precision():
-        """PyTorch's bf16 mixed precision for --autocast, else nothing."""
-        if args.autocast:
+    def precision(cmd):
+        """PyTorch's bf16 mixed precision when the command asks, else nothing."""
+        if cmd.get("autocast"):
             return torch.autocast("cpu", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def train_step(tokens, targets):
+    def train_step(tokens, targets, cmd):
         model.train()
-        with precision():
+        with precision(cmd):
             logits = model(tokens)
         loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
         loss.backward()
@@ -313,18 +313,22 @@ def torch_worker(args):
             tokens, targets = batch(b)
             if train.get("b") != b:
                 lr, beta1, beta2, eps, wd, clip = cmd["hyper"]
-                train.update(b=b, clip=clip, opt=torch.optim.AdamW(
+                train.update(b=b, clip=clip, step1={}, opt=torch.optim.AdamW(
                     model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=wd))
-                loss, norm = train_step(tokens, targets)  # warm-up: step 1
-                train["step1"] = {"loss": loss, "norm": norm}
+            # A warm-up step per precision; the autocast rows train the
+            # same weights after the f32 rows' steps.
+            mode = bool(cmd.get("autocast"))
+            if mode not in train["step1"]:
+                loss, norm = train_step(tokens, targets, cmd)
+                train["step1"][mode] = {"loss": loss, "norm": norm}
             times, losses = [], []
             for _ in range(reps):
                 t0 = time.perf_counter()
-                loss, _ = train_step(tokens, targets)
+                loss, _ = train_step(tokens, targets, cmd)
                 times.append(time.perf_counter() - t0)
                 losses.append(loss)
-            print(json.dumps({"seconds": times, "loss": losses, "step1": train["step1"]}),
-                  flush=True)
+            print(json.dumps({"seconds": times, "loss": losses,
+                              "step1": train["step1"][mode]}), flush=True)
             continue
         if cmd["cmd"] == "loss":
             tokens, targets = batch(cmd["b"])
@@ -351,14 +355,14 @@ def torch_worker(args):
             elif cmd["cmd"] == "forward":
                 b, reps = cmd["b"], cmd["reps"]
                 tokens = torch.from_numpy(lcg_tokens(b * T).reshape(b, T).astype(np.int64))
-                if b not in warm:
-                    with precision():
+                if (b, cmd.get("autocast")) not in warm:
+                    with precision(cmd):
                         model(tokens)
-                    warm.add(b)
+                    warm.add((b, cmd.get("autocast")))
                 times = []
                 for _ in range(reps):
                     t0 = time.perf_counter()
-                    with precision():
+                    with precision(cmd):
                         model(tokens)
                     times.append(time.perf_counter() - t0)
                 print(json.dumps({"seconds": times}), flush=True)
@@ -534,17 +538,17 @@ class BlasProcess(Worker):
 
 
 class TorchProcess(TorchWorker):
-    """The model sections' worker: a 1 s pause after every answer. With
-    `autocast`, forward and train run under torch.autocast("cpu",
-    dtype=torch.bfloat16) (products on bf16, the rest f32)."""
+    """The model sections' worker: a 1 s pause after every answer."""
+    autocast = False
 
-    def __init__(self, model, weights, blas_dir, autocast=False):
-        super().__init__(["--torch-worker", "--model", model, "--weights", weights]
-                         + ["--autocast"] * autocast, blas_dir, pause=1.0)
+    def __init__(self, model, weights, blas_dir):
+        super().__init__(["--torch-worker", "--model", model, "--weights", weights],
+                         blas_dir, pause=1.0)
         self.hyper = None  # the optimizer values: attnc's (AttncProcess.hyper)
 
     def forward(self, b, reps):
-        return self.ask(cmd="forward", b=b, reps=reps)["seconds"]
+        return self.ask(cmd="forward", b=b, reps=reps,
+                        autocast=self.autocast)["seconds"]
 
     def generate(self, prompt, new):
         """tokens/s, the seconds of one decode step (after the first
@@ -555,12 +559,27 @@ class TorchProcess(TorchWorker):
                 r["first"])
 
     def train(self, b, reps):
-        r = self.ask(cmd="train", b=b, reps=reps, hyper=self.hyper)
+        r = self.ask(cmd="train", b=b, reps=reps, hyper=self.hyper,
+                     autocast=self.autocast)
         self.step1 = r["step1"]
         return r["seconds"]
 
     def loss(self, b):
         return self.ask(cmd="loss", b=b)["loss"]
+
+
+class TorchAutocast(TorchProcess):
+    """A TorchProcess's forward and train under torch.autocast("cpu",
+    dtype=torch.bfloat16) (products on bf16, the rest f32), in the same
+    process and on the same weights, as a second system: a second copy of
+    gpt2_small with its optimizer state does not fit beside the others."""
+    autocast = True
+
+    def __init__(self, worker):
+        self.__dict__.update(worker.__dict__)
+
+    def close(self):
+        pass  # the worker's own close ends the process
 
 
 def shape_args(shapes):
@@ -1279,8 +1298,7 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
             # Beside the bf16-products builds, PyTorch's own bf16 (forward
             # and train rows).
             if "bf16" in args.precisions.split(","):
-                systems["PyTorch bf16-autocast/2"] = TorchProcess(model, weights, blas_dir,
-                                                                  autocast=True)
+                systems["PyTorch bf16-autocast/2"] = TorchAutocast(torch_proc)
         order = lambda res: sorted(res, key=lambda n: (not n.startswith("PyTorch"), n))
         try:
             for b in [int(x) for x in args.batches.split(",")] if "forward" in sections else []:
@@ -1444,7 +1462,6 @@ def main():
     parser.add_argument("--sdpa-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--weights", help=argparse.SUPPRESS)
-    parser.add_argument("--autocast", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.torch_worker:
         return torch_worker(args)
