@@ -100,7 +100,7 @@ docs: build
 # held-out loss beside the training loss (the loss curve as CSV and SVG),
 # evaluate it, generate from it, and print and draw the attention weights of
 # one head on a short prompt. Everything goes to $(BUILD)/demo.
-DEMO_STEPS ?= 600
+DEMO_STEPS ?= 1200
 
 demo: build
 	sh scripts/demo.sh $(BUILD) $(DEMO_STEPS)
