@@ -18,12 +18,12 @@ float64 on the same f32 weights. Prints "ok" when:
   PyTorch's (1e-5), and labels the rows and columns with the tokens.
 """
 
-import json
-import struct
 import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
+
+import safetensors_io
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -32,19 +32,9 @@ D, HEADS, LAYERS, CTX, VOCAB = 32, 2, 2, 256, 256
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        array = np.frombuffer(data[begin:end], dtype=np.float32)
-        out[name] = torch.tensor(array.reshape(entry["shape"]),
-                                 dtype=torch.float64)
-    return out
+    """The weights as float64 tensors."""
+    return {name: torch.tensor(array, dtype=torch.float64)
+            for name, array in safetensors_io.read(path).items()}
 
 
 class Block(nn.Module):

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from compare_grads import load_safetensors
+from safetensors_io import read as load_safetensors
 
 B, T, VOCAB = 2, 9, 64
 

@@ -20,43 +20,13 @@ greedy token at at least 95 % of the positions.
 """
 
 import argparse
-import json
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
 
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    base = 8 + length
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        array = np.frombuffer(data[base + begin:base + end], dtype=np.float32)
-        tensors[name] = array.reshape(info["shape"]).copy()
-    return tensors
-
-
-def save_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        blob = np.ascontiguousarray(array, dtype=np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+import safetensors_io
 
 
 def bf16(w):
@@ -106,14 +76,14 @@ def main():
     names = low_precision_params(args.low, args.format)
     if not names:
         sys.exit("no parameter is read in %s" % args.format)
-    weights = load_safetensors(args.w)
+    weights = {k: v.copy() for k, v in safetensors_io.read(args.w).items()}
     reference_weights = args.w
     if not args.tied:
         convert = bf16 if args.format == "bf16" else q8_0
         for name in names:
             weights[name] = convert(weights[name])
         reference_weights = os.path.join(args.dir, "dequantised.safetensors")
-        save_safetensors(reference_weights, weights)
+        safetensors_io.write_f32(reference_weights, weights)
 
     rng = np.random.default_rng(7)
     for text in args.sizes:

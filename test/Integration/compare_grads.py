@@ -20,13 +20,13 @@ exceeds 100 x --tol fails too (a wrong gradient hidden by a large one).
 """
 
 import argparse
-import json
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
+
+import safetensors_io
 
 from compare_model import make_input, parse_sizes, run
 
@@ -45,25 +45,7 @@ def dropout_seed(seed, step):
     return splitmix64(splitmix64(seed) ^ step)
 
 
-DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64,
-          "I32": np.int32}
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    base = 8 + length
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        array = np.frombuffer(data[base + begin:base + end],
-                              dtype=DTYPES[info["dtype"]])
-        tensors[name] = array.reshape(info["shape"])
-    return tensors
+load_safetensors = safetensors_io.read
 
 
 def main():

@@ -11,39 +11,10 @@ in IN's names: loading OUT must give exactly what loading ROUNDED gives.
 """
 
 import argparse
-import json
-import struct
 
 import numpy as np
 
-
-def load(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + begin:8 + n + end],
-                                  dtype=np.float32).reshape(info["shape"])
-    return out
-
-
-def save(path, tensors):
-    """tensors: name -> (dtype name, shape, bytes)."""
-    header, blobs, offset = {}, [], 0
-    for name, (dtype, shape, blob) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": list(shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+import safetensors_io
 
 
 def to_bf16(w):
@@ -68,14 +39,14 @@ def main():
     args = parser.parse_args()
     convert = to_bf16 if args.dtype == "BF16" else to_f16
     half, rounded = {}, {}
-    for name, w in reversed(list(load(args.input).items())):
+    for name, w in reversed(list(safetensors_io.read(args.input).items())):
         blob, widened = convert(w)
         half[name] = (args.dtype, w.shape, blob)
         rounded[name] = ("F32", w.shape, widened.astype(np.float32).tobytes())
     for name in args.extra:
         half[name] = ("F32", (4,), np.arange(4, dtype=np.float32).tobytes())
-    save(args.out, half)
-    save(args.rounded, rounded)
+    safetensors_io.write(args.out, half)
+    safetensors_io.write(args.rounded, rounded)
 
 
 if __name__ == "__main__":

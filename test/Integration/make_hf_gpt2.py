@@ -15,11 +15,11 @@ Needs numpy only.
 """
 
 import argparse
-import json
-import struct
 import sys
 
 import numpy as np
+
+import safetensors_io
 
 # Hugging Face's names within a layer -> gpt2_small's; the weights among
 # them are Conv1D's [in, out], transposed.
@@ -34,37 +34,17 @@ RENAMES = {"attn.c_attn.weight": "attn.in_proj_weight",
 NUMPY = {"F32": "<f4", "BF16": "<u2"}
 
 
-def read(path):
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        out[name] = (info["dtype"], np.frombuffer(
-            data[8 + n + begin:8 + n + end],
-            NUMPY[info["dtype"]]).reshape(info["shape"]))
-    return out
-
-
 def write(path, tensors, dtype):
-    header, blobs, offset = {}, [], 0
+    """The f32 arrays as `dtype` (BF16: truncated)."""
+    entries = {}
     for name, array in tensors.items():
         if dtype == "BF16":
             bits = array.astype("<f4").view("<u4") >> 16
             blob = bits.astype("<u2").tobytes()
         else:
             blob = array.astype("<f4").tobytes()
-        header[name] = {"dtype": dtype, "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+        entries[name] = (dtype, array.shape, blob)
+    safetensors_io.write(path, entries)
 
 
 def make(args):
@@ -92,8 +72,8 @@ def make(args):
 
 
 def check(args):
-    original = read(args.checkpoint)
-    converted = read(args.check)
+    original = safetensors_io.read_typed(args.checkpoint)
+    converted = safetensors_io.read_typed(args.check)
     expected, transposed, dtypes = {}, 0, set()
     for name, (dtype, array) in original.items():
         short = name.removeprefix("transformer.")

@@ -18,14 +18,14 @@ on a failure. Needs torch and numpy only.
 """
 
 import argparse
-import json
 import math
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
+
+import safetensors_io
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -148,35 +148,6 @@ class LlamaForCausalLM(nn.Module):
         return self.lm_head(self.model(tokens))
 
 
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        data = np.ascontiguousarray(array, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def read_safetensors(path):
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        dtype = {"F32": "<f4", "F64": "<f8"}[info["dtype"]]
-        out[name] = np.frombuffer(data[8 + n + begin:8 + n + end],
-                                  dtype).reshape(info["shape"])
-    return out
-
-
 def relative(got, want):
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     norm = np.linalg.norm(want)
@@ -234,7 +205,7 @@ def check_sizes(args, model, weights_path, sizes, generator, tag):
     errors = [("logits", relative(np.load(paths["logits"]),
                                   logits.detach().numpy()), FORWARD_TOL),
               ("loss", relative(got_loss, loss.item()), FORWARD_TOL)]
-    got_grads = read_safetensors(grads_path)
+    got_grads = safetensors_io.read(grads_path)
     want_grads = {n: p.grad.numpy() for n, p in model.named_parameters()}
     if sorted(got_grads) != sorted(want_grads):
         print(f"FAIL: {label}: gradient names differ: "
@@ -276,7 +247,7 @@ def main():
     model = LlamaForCausalLM(args)
     weights = random_weights(model, generator)
     weights_path = os.path.join(args.dir, "llama.safetensors")
-    write_safetensors(weights_path, weights)
+    safetensors_io.write_f32(weights_path, weights)
     model.load_state_dict({n: torch.from_numpy(w.astype(np.float64))
                            for n, w in weights.items()})
     failures = 0

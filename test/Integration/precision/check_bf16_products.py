@@ -21,7 +21,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import check_low_precision  # noqa: E402  (its safetensors reader and bf16)
+import check_low_precision  # noqa: E402  (its bf16)
+import safetensors_io  # noqa: E402
 
 TOL = 1e-5
 F32_GAP = 1e-4
@@ -30,7 +31,7 @@ F32_GAP = 1e-4
 def load_safetensors(path):
     """The tensors of a safetensors file, as float64."""
     return {name: array.astype(np.float64)
-            for name, array in check_low_precision.load_safetensors(path).items()}
+            for name, array in safetensors_io.read(path).items()}
 
 
 def bf16(x):
