@@ -15,8 +15,10 @@ bool isBufferView(Operation *op) {
              memref::ExpandShapeOp>(op);
 }
 
-Value rootBuffer(Value value) {
+Value rootBuffer(Value value, bool arenaSlots) {
   while (Operation *def = value.getDefiningOp()) {
+    if (arenaSlots && isa<memref::ViewOp>(def))
+      break;
     if (auto view = dyn_cast<ViewLikeOpInterface>(def))
       value = view.getViewSource();
     else if (isBufferView(def))

@@ -26,8 +26,10 @@ bool staysLocal(mlir::Value value, mlir::memref::DeallocOp &dealloc,
 bool isBufferView(mlir::Operation *op);
 
 /// The buffer `value` is a view of (through isBufferView ops), or `value`
-/// itself.
-mlir::Value rootBuffer(mlir::Value value);
+/// itself. With `arenaSlots`, a memref.view (a slice of the arena, which
+/// attn-plan-arena keeps apart from every other live one) counts as a buffer
+/// of its own.
+mlir::Value rootBuffer(mlir::Value value, bool arenaSlots = false);
 
 /// Every op using `value` or a view of it.
 void collectUsers(mlir::Value value,

@@ -33,21 +33,9 @@ struct Access {
   bool write;
 };
 
-/// The allocation `buffer` belongs to, through views; a memref.view (a
-/// slice of the arena, which attn-plan-arena keeps apart from every other
-/// live one) counts as an allocation of its own.
+/// The allocation `buffer` belongs to, an arena slot counting as one.
 Value allocationOf(Value buffer) {
-  while (Operation *def = buffer.getDefiningOp()) {
-    if (isa<memref::ViewOp>(def))
-      return buffer;
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-      buffer = view.getViewSource();
-    else if (isBufferView(def))
-      buffer = def->getOperand(0);
-    else
-      break;
-  }
-  return buffer;
+  return rootBuffer(buffer, /*arenaSlots=*/true);
 }
 
 /// Whether `op` has no memory effects but reads.

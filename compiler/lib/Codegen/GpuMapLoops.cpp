@@ -56,9 +56,6 @@ namespace attn {
 
 namespace {
 
-/// The mark attn-plan-arena puts on a function's arena allocation.
-constexpr llvm::StringLiteral kArenaAttr = "attn.arena";
-
 /// Threads per block of the generic kernels: a multiple of the warp size
 /// that leaves a multiprocessor room for several blocks.
 constexpr int64_t kThreadsPerBlock = 256;
@@ -150,10 +147,8 @@ void allocateOnDevice(RewriterBase &rewriter, func::FuncOp func) {
           alloc, alloc.getType(), /*asyncToken=*/Type(),
           /*asyncDependencies=*/ValueRange{}, alloc.getDynamicSizes(),
           alloc.getSymbolOperands(), /*hostShared=*/false);
-      // attn-plan-arena's mark, which the arena's size is read from
-      // (ArenaSize.cpp).
-      if (Attribute arena = alloc->getAttr(kArenaAttr))
-        device->setAttr(kArenaAttr, arena);
+      if (Attribute arena = alloc->getAttr(kArenaAllocAttr))
+        device->setAttr(kArenaAllocAttr, arena);
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op);
                dealloc && !isHostMemory(dealloc.getMemref())) {
       rewriter.replaceOpWithNewOp<gpu::DeallocOp>(

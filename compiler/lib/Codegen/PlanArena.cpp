@@ -284,7 +284,7 @@ struct PlanArenaPass : impl::AttnPlanArenaBase<PlanArenaPass> {
       auto alloc = memref::AllocOp::create(
           b, loc, arenaType, ValueRange{offset},
           b.getI64IntegerAttr(kArenaAlignment));
-      alloc->setAttr("attn.arena",
+      alloc->setAttr(kArenaAllocAttr,
                      b.getI64IntegerAttr(static_cast<int64_t>(slotCount)));
       return alloc.getResult();
     };

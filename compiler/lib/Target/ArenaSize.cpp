@@ -2,6 +2,8 @@
 
 #include "attn/Target/ArenaSize.h"
 
+#include "attn/EntryPoints/ArgAttributes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -118,7 +120,7 @@ std::optional<int64_t> evaluateArenaBytes(func::FuncOp func,
   // (attn-gpu-map-loops keeps the mark).
   Operation *arena = nullptr;
   func.walk([&](Operation *op) {
-    if (isa<memref::AllocOp, gpu::AllocOp>(op) && op->hasAttr("attn.arena"))
+    if (isa<memref::AllocOp, gpu::AllocOp>(op) && op->hasAttr(kArenaAllocAttr))
       arena = op;
   });
   if (!arena)
@@ -136,7 +138,7 @@ std::optional<int64_t> evaluateArenaBytes(func::FuncOp func,
 static int64_t arenaSlots(func::FuncOp func) {
   int64_t slots = 0;
   func.walk([&](Operation *op) {
-    if (auto attr = op->getAttrOfType<IntegerAttr>("attn.arena"))
+    if (auto attr = op->getAttrOfType<IntegerAttr>(kArenaAllocAttr))
       slots = attr.getInt();
   });
   return slots;

@@ -21,6 +21,11 @@ namespace attn {
 inline constexpr llvm::StringLiteral kArenaArgAttr = "attn.arena";
 inline constexpr llvm::StringLiteral kArenaNeedArgAttr = "attn.arena_need";
 
+/// The mark `attn-plan-arena` puts on a function's own arena allocation
+/// (its slot count), which attnc reads the arena's size from
+/// (Target/ArenaSize.cpp); `attn-gpu-map-loops` keeps it on the device's.
+inline constexpr llvm::StringLiteral kArenaAllocAttr = "attn.arena";
+
 /// The argument attribute marking an entry point's buffers that the runtime
 /// passes in host memory on every target (`attn-finalize-entry-points`
 /// with `mark-host-memory`; read and removed by `attn-gpu-map-loops`).
