@@ -149,6 +149,9 @@ static void print_weight_format(const attn_model_info *m) {
   printf(" in %lld matrix products: %lld bytes instead of %lld; inference "
          "only\n",
          (long long)matrices, (long long)bytes, (long long)f32_bytes);
+  if (m->int8_row_bits == 16)
+    printf("single-row products: the row rounded to int16 (one scale per "
+           "row), integer dot products (AVX512-VNNI)\n");
 }
 
 int attn_cmd_info(cli *c) {

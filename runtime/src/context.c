@@ -142,7 +142,8 @@ static attn_status check_model(const attn_model_info *m) {
       (m->num_entries && !m->entries) || m->weight_format < 0 ||
       m->weight_format > ATTN_WEIGHTS_INT8 || m->num_weight_elements < 0 ||
       m->num_scale_elements < 0 || m->precision < ATTN_PRECISION_F32 ||
-      m->precision > ATTN_PRECISION_BF16)
+      m->precision > ATTN_PRECISION_BF16 ||
+      (m->int8_row_bits != 0 && m->int8_row_bits != 16))
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "malformed model table");
 #if defined(__x86_64__)
   /* Its products are vdpbf16ps instructions: refuse, rather than stop on an
@@ -153,6 +154,13 @@ static attn_status check_model(const attn_model_info *m) {
                      "model '%s' was built with --precision bf16, which "
                      "needs a CPU with AVX512-BF16; this CPU has none "
                      "(rebuild with --precision f32)",
+                     m->name);
+  if (m->int8_row_bits == 16 && !__builtin_cpu_supports("avx512vnni"))
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "model '%s' was built with --weights int8 for a CPU "
+                     "with AVX512-VNNI, which its decoding products use; "
+                     "this CPU has none (rebuild with --target naming this "
+                     "CPU, e.g. x86-64-v4)",
                      m->name);
 #endif
   for (int32_t i = 0; i < m->num_params; ++i) {

@@ -494,6 +494,9 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
   info.target = options.target;
   info.precision =
       precisionOption == "bf16" ? ATTN_PRECISION_BF16 : ATTN_PRECISION_F32;
+  if (info.weightFormat == ATTN_WEIGHTS_INT8 &&
+      attn::vectorTargetFor(options.target).int16Dot)
+    info.int8RowBits = 16;
   if (failed(runPipeline(module, attn::Stage::AttnGrad, attn::Stage::Loops,
                          context)))
     return nullptr;

@@ -39,7 +39,7 @@ bool hasBf16Dot(llvm::StringRef target) {
 
 VectorTarget vectorTargetFor(llvm::StringRef target) {
   if (hasFeature(target, "avx512f"))
-    return VectorTarget{16, 32};
+    return VectorTarget{16, 32, hasFeature(target, "avx512vnni")};
   return VectorTarget{8, 16};
 }
 

@@ -124,6 +124,7 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
   matmul.registers = target.registers;
   matmul.precision = model.bf16Products ? "bf16" : "f32";
   matmul.l2Bytes = model.caches.l2Bytes;
+  matmul.int16Dot = target.int16Dot;
   pm.addPass(createAttnMatmulToVector(matmul));
   AttnVectorizeLinalgOptions vectorize;
   vectorize.lanes = target.lanes;

@@ -122,6 +122,13 @@ static void emitPreamble(llvm::raw_ostream &os, const ModelInfo &info,
        << (info.weightFormat == ATTN_WEIGHTS_INT8 ? "ATTN_WEIGHTS_INT8"
                                                   : "ATTN_WEIGHTS_BF16")
        << "\n";
+  if (info.int8RowBits)
+    os << "/* A product with a single row of activations (a decoding step of "
+          "one\n * sequence) rounds that row to int16, one scale per row, and "
+          "multiplies\n * it on integers (AVX512-VNNI's vpdpwssd): each "
+          "element within\n * max |row| / 65534 of its value. */\n"
+       << "#define " << llvm::StringRef(n).upper() << "_INT8_ROW_BITS "
+       << info.int8RowBits << "\n";
   if (info.precision == ATTN_PRECISION_BF16)
     os << "/* The matrix products round their operands to bf16 and accumulate "
           "in f32\n * (attnc --precision bf16, AVX512-BF16); parameters, "

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 9
+#define ATTN_ABI_VERSION 10
 
 /* The entry points the runtime looks up by name, one per role. Any other
  * `fn` of a model is an entry point too, run by name (`forward --fn`). */
@@ -280,6 +280,11 @@ typedef struct attn_model_info {
   int64_t num_weight_elements; /* of ATTN_ARG_WEIGHTS; 0 with F32 */
   int64_t num_scale_elements;  /* of ATTN_ARG_WEIGHT_SCALES; 0 unless INT8 */
   int32_t precision;           /* attn_precision (ABI 9) */
+  /* INT8 weights: 16 when a product with a single row of A (a decoding
+   * step of one sequence) rounds that row to int16, one scale per row
+   * (max |a| / 32767), and multiplies it on integers (vpdpwssd,
+   * AVX512-VNNI); 0 when every row stays f32 (ABI 10). */
+  int32_t int8_row_bits;
 } attn_model_info;
 
 /* Dropout's random stream (counter-based, so forward and backward draw the

@@ -23,10 +23,15 @@ struct VectorTarget {
   int64_t lanes = 16;
   /// Vector registers: 32 with AVX-512, 16 with AVX2.
   int64_t registers = 32;
+  /// AVX512-VNNI's vpdpwssd (int16 pairs into int32 lanes): a single row
+  /// times int8 weights rounds the row to int16 and multiplies on it
+  /// (RowDotInt16.cpp) instead of widening each weight to f32.
+  bool int16Dot = false;
 };
 
 /// The vector target of an attnc `--target` ("host", "x86-64-v3",
-/// "x86-64-v4"); "host" asks the build machine for AVX-512F.
+/// "x86-64-v4", an LLVM CPU name); "host" asks the build machine for
+/// AVX-512F and AVX512-VNNI.
 VectorTarget vectorTargetFor(llvm::StringRef target);
 
 /// The per-core caches the packed products block for.

@@ -129,11 +129,16 @@ def AttnMatmulToVector : Pass<"attn-matmul-to-vector", "::mlir::ModuleOp"> {
            "AVX512-BF16 and 16 lanes)">,
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1048576",
            "L2 cache bytes per core, which the packed blocks of B follow "
-           "(CpuCostModel)">
+           "(CpuCostModel)">,
+    Option<"int16Dot", "int16-dot", "bool", /*default=*/"false",
+           "The target has AVX512-VNNI's vpdpwssd: a single row times int8 "
+           "weights is rounded to int16 and multiplied on integers"
+           " (needs 16 lanes)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];

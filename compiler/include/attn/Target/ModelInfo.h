@@ -74,6 +74,9 @@ struct ModelInfo {
   /// int8 scale, and the sizes of the weights and scales buffers.
   attn_weight_format weightFormat = ATTN_WEIGHTS_F32;
   int64_t weightBlock = 0, numWeightElements = 0, numScaleElements = 0;
+  /// int8 weights: 16 when single rows of A are rounded to int16 for
+  /// integer dot products (AVX512-VNNI targets), else 0.
+  int64_t int8RowBits = 0;
   /// How the products compute (`attnc --precision`).
   attn_precision precision = ATTN_PRECISION_F32;
   /// The training section, when the model has one.

@@ -57,12 +57,25 @@ void MatmulEmitter::emitDots(Value nBegin, Value nEnd) {
       emitDotTile(jb, m0, mr, n0, 1, k, kFull);
     });
   };
+  // int8 weights on AVX512-VNNI: a single row rounded to int16 once, then
+  // one dot product per column on integer products (RowDotInt16.cpp).
+  Value rowQ;
+  if (int16RowDots())
+    rowQ = memref::AllocaOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI16Type()),
+        ValueRange{k});
   // One row (a decoding step of one sequence) reads W at memory speed.
   // While W stays in cache, wider tiles than the row groups'; a larger W
   // streams from memory, read as one sequential stream (emitRowDot).
   auto rowGroup = [&](ImplicitLocOpBuilder &ib, Value m0, int64_t mr) {
     if (mr != 1)
       return columnTiles(ib, m0, mr, model.dotCols);
+    if (rowQ) {
+      Value dx = roundRowToInt16(ib, m0, k, rowQ);
+      return loop(ib, nBegin, nEnd, 1, [&](ImplicitLocOpBuilder &jb, Value n0) {
+        emitRowDotInt16(jb, rowQ, dx, m0, n0, k);
+      });
+    }
     Value wElements =
         arith::MulIOp::create(ib, k, memref::DimOp::create(ib, ops.b, 0));
     Value streamed =
@@ -141,7 +154,13 @@ void MatmulEmitter::emitRowDot(ImplicitLocOpBuilder &ib, Value m, Value n,
         scf::YieldOp::create(lb, fma(lb, kk, acc0[0], /*inBounds=*/true));
       });
   acc[0] = fma(ib, kFull, rest.getResult(0), /*inBounds=*/false);
-  // A tree of adds: ((acc0 + acc1) + (acc2 + acc3)) for 4.
+  storeDot(ib, sumTree(ib, acc), m, n);
+}
+
+/// The sum of `acc` as a tree of adds: ((acc0 + acc1) + (acc2 + acc3)) for
+/// 4.
+Value MatmulEmitter::sumTree(ImplicitLocOpBuilder &ib,
+                             SmallVector<Value> acc) {
   while (acc.size() > 1) {
     SmallVector<Value> sums;
     for (size_t i = 0; i + 1 < acc.size(); i += 2)
@@ -150,7 +169,7 @@ void MatmulEmitter::emitRowDot(ImplicitLocOpBuilder &ib, Value m, Value n,
       sums.push_back(acc.back());
     acc = std::move(sums);
   }
-  storeDot(ib, acc[0], m, n);
+  return acc[0];
 }
 
 bool MatmulEmitter::blockwiseRowDot() const {

@@ -70,9 +70,20 @@ private:
                   mlir::Value k, mlir::Value kFull);
   void storeDot(mlir::ImplicitLocOpBuilder &ib, mlir::Value acc,
                 mlir::Value row, mlir::Value col);
+  mlir::Value sumTree(mlir::ImplicitLocOpBuilder &ib,
+                      llvm::SmallVector<mlir::Value> acc);
   void emitDotTile(mlir::ImplicitLocOpBuilder &ib, mlir::Value m0, int64_t mr,
                    mlir::Value n0, int64_t nr, mlir::Value k,
                    mlir::Value kFull);
+
+  // RowDotInt16.cpp: int8 W times a single row rounded to int16
+  // (vpdpwssd, AVX512-VNNI).
+  bool int16RowDots() const;
+  mlir::Value roundRowToInt16(mlir::ImplicitLocOpBuilder &ib, mlir::Value m,
+                              mlir::Value k, mlir::Value rowQ);
+  void emitRowDotInt16(mlir::ImplicitLocOpBuilder &ib, mlir::Value rowQ,
+                       mlir::Value dx, mlir::Value m, mlir::Value n,
+                       mlir::Value k);
 
   // PackedGemm.cpp: the packed, register-tiled loop nest.
   void emitPacked(mlir::Value nBegin, mlir::Value nEnd);

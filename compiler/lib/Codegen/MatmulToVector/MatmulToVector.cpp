@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -42,8 +43,8 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    CpuCostModel model = CpuCostModel::forTarget(VectorTarget{lanes, registers},
-                                                 CacheSizes{l2Bytes});
+    CpuCostModel model = CpuCostModel::forTarget(
+        VectorTarget{lanes, registers, int16Dot}, CacheSizes{l2Bytes});
     if (precision != "f32" && precision != "bf16") {
       module.emitError() << "attn-matmul-to-vector: unknown precision '"
                          << precision << "'; expected f32 or bf16";
@@ -53,6 +54,12 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
     if (model.bf16Products && lanes != 16) {
       module.emitError() << "attn-matmul-to-vector: bf16 products need "
                             "AVX512-BF16's 16-lane vectors, not "
+                         << static_cast<int64_t>(lanes);
+      return signalPassFailure();
+    }
+    if (int16Dot && lanes != 16) {
+      module.emitError() << "attn-matmul-to-vector: int16 dot products need "
+                            "AVX512-VNNI's 16-lane vectors, not "
                          << static_cast<int64_t>(lanes);
       return signalPassFailure();
     }
