@@ -98,6 +98,14 @@ the processes spent in MPI collectives (train's last line: the all-reduce,
 and waiting there for the other process). Skipped without OpenMPI's
 mpirun.
 
+`llamacpp`: llama.cpp, built from source the first time
+(scripts/fetch-llama-cpp.sh: the release the npm package node-llama-cpp
+carries as a git bundle, -march=native), on gpt2_small's shape with random
+weights in f32, bf16 and Q8_0 (tools/bench/llama_cpp.py: llama-bench's
+pp256 and tg64, 2 threads, after waiting for idle CPUs), printed beside
+this run's gpt2_small prefill and decode rows of attnc. Skipped, with the
+reason, when llama.cpp cannot be fetched or built.
+
 The kernel sections time back-to-back calls (as many as fill a share of
 --gemm-budget / --sdpa-budget seconds per system and case), interleaved in
 --rounds rounds; the figure is the median per call.
@@ -767,7 +775,7 @@ def measure(systems, b, rounds, reps, budget, what="forward"):
     return {name: (statistics.median(t), len(t)) for name, t in times.items()}
 
 
-SECTIONS = ("peak", "gemm", "sdpa", "forward", "generate", "train", "dp")
+SECTIONS = ("peak", "gemm", "sdpa", "forward", "generate", "train", "dp", "llamacpp")
 
 # The products of a GPT block and its head, per layer: K (input features)
 # and N (output features) in units of d; the head's N is the vocabulary.
@@ -902,6 +910,48 @@ def run_peak(bench):
         rows.append((f"read, {bench.args.peak_mib} MiB buffer", threads,
                      f"{peak[('read', threads)]:.1f} GB/s"))
     return peak, rows
+
+
+# ------------------------------------------------------------ llama.cpp section
+
+
+def run_llama_cpp(bench):
+    """llama.cpp on gpt2_small's shape (tools/bench/llama_cpp.py), built from
+    source by scripts/fetch-llama-cpp.sh on the first run: its info dict, or
+    None with a note when it cannot be built or run."""
+    out = os.path.join(bench.work, "llama.cpp")
+    results = os.path.join(bench.work, "llama_cpp.json")
+    for cmd in ([os.path.join(ROOT, "scripts", "fetch-llama-cpp.sh"), out],
+                [sys.executable, os.path.join(ROOT, "tools", "bench", "llama_cpp.py"),
+                 "--llama-dir", out, "--threads", str(THREADS[-1]), "--json", results]):
+        log(f"[llamacpp] {os.path.basename(cmd[0])}")
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if done.returncode:
+            reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            bench.notes.append(f"llama.cpp: skipped ({reason})")
+            return None
+    with open(results) as f:
+        return json.load(f)
+
+
+def llama_cpp_rows(info, rows, decode_rows):
+    """gpt2_small side by side: llama.cpp's pp256 and tg64 per format, and
+    attnc's prefill and decode steps (2 threads) from this run's tables."""
+    def rate(cell):
+        return float(cell.replace(",", ""))
+    out = []
+    for res in info["results"]:
+        out.append(("llama.cpp " + res["format"], f"{res['pp256_tps']['median']:,.0f}",
+                    f"{res['tg64_tps']['median']:,.1f}"))
+    prefill = {r[2]: rate(r[4]) for r in rows
+               if r[0] == "gpt2_small" and r[1].startswith("prefill") and str(r[3]) == "2"}
+    decode = {r[1]: rate(r[4]) for r in decode_rows
+              if r[0] == "gpt2_small" and str(r[2]) == "2"}
+    for system in sorted(set(prefill) | set(decode)):
+        if system.startswith("attnc"):
+            out.append((system, f"{prefill[system]:,.0f}" if system in prefill else "-",
+                        f"{decode[system]:,.1f}" if system in decode else "-"))
+    return out
 
 
 # ------------------------------------------------------------ GEMM section
@@ -1504,6 +1554,7 @@ def main():
         timed("models", lambda: run_models(bench, model_sections, use_torch, blas_dir, peak))
         if model_sections else ([], [], None))
     dp_rows, dp_notes = timed("dp", lambda: run_dp(bench)) if "dp" in sections else ([], [])
+    llama = timed("llamacpp", lambda: run_llama_cpp(bench)) if "llamacpp" in sections else None
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; "
           f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; sections: {','.join(sections)}; "
@@ -1556,6 +1607,15 @@ def main():
               "collectives (the all-reduce and waiting there):\n")
         print(markdown(("model", "global batch", "configuration", "tokens/s", "ratio",
                         "MPI % of step"), dp_rows))
+    if llama:
+        cpp = llama["llama_cpp"]
+        print(f"\nllama.cpp {cpp['tag']} ({cpp['commit']}; built with: {llama['system_info']}) "
+              f"on gpt2_small's shape with random weights, {llama['threads']} threads, beside "
+              "attnc's gpt2_small of this run: llama-bench's pp256 (a 256-token prompt) and "
+              "tg64 (64 tokens from an empty context), tokens/s, median of 5; attnc's prefill "
+              "of 255 tokens and decode steps after 64 (steps/s), 2 threads:\n")
+        print(markdown(("system", "prompt tokens/s", "generation tokens/s"),
+                       llama_cpp_rows(llama, rows, decode_rows)))
     print()
     for note in bench.notes + sdpa_notes + dp_notes:
         print(note)
