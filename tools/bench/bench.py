@@ -1121,6 +1121,7 @@ def run_sdpa(bench, use_torch, blas_dir):
     args = bench.args
     B, H, D = args.sdpa_batch, args.sdpa_heads, args.sdpa_dim
     lengths = [int(x) for x in args.sdpa_t.split(",")]
+    bf16 = "bf16" in args.precisions.split(",")
     rows, notes = [], []
     torch_proc = SdpaTorchProcess(blas_dir) if use_torch else None
     # Memory: one call in processes whose allocator returns what is freed.
@@ -1136,6 +1137,10 @@ def run_sdpa(bench, use_torch, blas_dir):
                                         SDPA_MODEL.format(name=name, d=D, mask=mask))
             exe = bench.driver(f"sdpa_{name}", src, [bench.attnc, src])
             attnc = {t: AttncProcess(exe, "-", t) for t in THREADS}
+            if bf16:
+                exe_p = bench.driver(f"sdpa_{name}", src, [bench.attnc, src],
+                                     precision="bf16")
+                attnc.update({("bf16", t): AttncProcess(exe_p, "-", t) for t in THREADS})
             attnc_mem = AttncProcess(exe, "-", 1, small)
             try:
                 if torch_proc:
@@ -1165,6 +1170,10 @@ def run_sdpa(bench, use_torch, blas_dir):
                                     lambda reps, t=t: torch_proc.ask(
                                         cmd="sdpa", shape=shape[0], causal=mask == "causal",
                                         backward=backward, threads=t, reps=reps)["seconds"])
+                            if bf16:
+                                runners[f"bf16/{t}"] = (
+                                    lambda reps, t=t: attnc[("bf16", t)].call(
+                                        entry, reps, shape))
                         res = time_kernel(runners, args.sdpa_budget, args.rounds)
                         flops = 4.0 * B * H * T * T * D * (0.5 if mask == "causal" else 1.0)
                         flops *= 3 if backward else 1
@@ -1176,6 +1185,9 @@ def run_sdpa(bench, use_torch, blas_dir):
                                 row += [f"{a:.1f}", f"{b:.1f}", f"{a / b:.2f}"]
                             else:
                                 row += [f"{a:.1f}", "-", "-"]
+                            if bf16:
+                                c = flops / res[f"bf16/{t}"] * 1e-9
+                                row += [f"{c:.1f}", f"{c / a:.2f}"]
                         mib = lambda x: f"{x / 2**20:.1f}"
                         row.append(mib(attnc_mem.mem(entry, shape)))
                         row.append(mib(torch_mem.ask(
@@ -1581,12 +1593,15 @@ def main():
         for line in gemm_summary:
             print(line)
     if sdpa_rows:
-        print("\nsdpa, useful GFLOP/s (median); ratio = attnc / PyTorch; extra MiB: peak "
-              "memory growth during one call:\n")
-        t1, t2 = THREADS
-        print(markdown(("mask", "T", "pass", f"attnc/{t1}", f"PyTorch/{t1}", "ratio",
-                        f"attnc/{t2}", f"PyTorch/{t2}", "ratio", "attnc extra MiB",
-                        "PyTorch extra MiB"), sdpa_rows))
+        print("\nsdpa, useful GFLOP/s (median); ratio = attnc / PyTorch; bf16 / f32: "
+              "attnc --precision bf16 over attnc; extra MiB: peak memory growth during "
+              "one call (f32 build):\n")
+        header = ["mask", "T", "pass"]
+        for t in THREADS:
+            header += [f"attnc/{t}", f"PyTorch/{t}", "ratio"]
+            if "bf16" in args.precisions.split(","):
+                header += [f"attnc bf16/{t}", "bf16 / f32"]
+        print(markdown(header + ["attnc extra MiB", "PyTorch extra MiB"], sdpa_rows))
     if rows:
         print("\nModels: tokens/s, median of the runs after a warm-up, systems interleaved; "
               "ratio = tokens/s / PyTorch's (2 threads); % FMA peak: useful FLOPs/s over "
