@@ -209,6 +209,19 @@ static void test_errors(void) {
               "init_test", "ABI version");
   CHECK(ctx == NULL);
   m = model;
+  m.int8_row_bits = 8; /* 0 or 16 only */
+  CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_INVALID_ARGUMENT,
+              "malformed model table");
+#if defined(__x86_64__)
+  /* int16 row products need vpdpwssd: refused where the CPU lacks it (the
+   * hosts with AVX512-VNNI run such models in test/Integration/precision). */
+  if (!__builtin_cpu_supports("avx512vnni")) {
+    m.int8_row_bits = 16;
+    CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_UNSUPPORTED,
+                "init_test", "AVX512-VNNI");
+  }
+#endif
+  m = model;
   m.num_param_elements = TOTAL - 1;
   CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_INVALID_ARGUMENT,
               "n.std_only", "outside the parameter buffer");
