@@ -15,6 +15,12 @@ so that it cannot pass on f32 rows. A batch of 5 rows runs its first four
 as a group on f32 rows (the dot-product kernel's row groups, which read
 the weights once for four rows) and its last alone on int16. A row with a
 NaN gives NaN.
+
+With --bf16-products (a build with `--precision bf16` too), a batch of 9
+rows runs the packed kernel, which rounds the rows and the dequantised
+weights (q * scale in f32) to bf16 and multiplies them with vdpbf16ps: it
+must equal numpy's products of those bf16 values to 1e-5 and differ from
+the f32 rows' product by at least 1e-4 (bf16 keeps 8 bits: about 2e-3).
 """
 
 import argparse
@@ -66,6 +72,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--exe", required=True)
     parser.add_argument("--dir", required=True)
+    parser.add_argument("--bf16-products", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     path = lambda name: os.path.join(args.dir, name)
@@ -114,6 +121,16 @@ def main():
         x[0, 7] = np.nan
         if not np.isnan(forward(entry, x)).all():
             sys.exit(f"FAIL: {entry}: a row with a NaN gave a number")
+        if args.bf16_products:
+            bf16 = lambda a: check_low_precision.bf16(np.asarray(a, np.float32)).astype(np.float64)
+            x = rng.normal(0, 1, (9, k)).astype(np.float32)
+            got = forward(entry, x)
+            want = bf16(x) @ bf16(check_low_precision.q8_0(w)).T + bias
+            error, gap = rel(got, want), rel(f32_rows(x), want)
+            print(f"{entry} B=9 packed bf16 products: relative error {error:.2e} "
+                  f"(limit 1e-05); the f32 rows are {gap:.2e} away")
+            if not (error <= 1e-5 and gap >= 1e-4):
+                sys.exit("FAIL")
     print("ok: int16 row products equal numpy's")
 
 
