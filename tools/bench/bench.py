@@ -29,7 +29,10 @@ counts the products' weights at that size.
 --precisions bf16 (default where the CPU has AVX512-BF16): the models built
 with `attnc --precision bf16` too ("attnc bf16-products": products on
 bf16 operands with f32 accumulation), in the forward, generate, prefill
-and train rows, and the gemm section's products built so (columns "bf16"),
+and train rows, and the gemm section's products built so (columns "bf16");
+with int8 among --weight-formats, also `--weights int8 --precision bf16`
+in the generate and prefill rows ("attnc int8 bf16-products"), and the
+sdpa section's attention built so (columns "attnc bf16"),
 with PyTorch's own bf16 beside them in the forward and train rows
 ("PyTorch bf16-autocast": torch.autocast("cpu", dtype=torch.bfloat16)). --rounds
 rounds, systems in turn, medians; each round starts with the read loop of
@@ -1343,6 +1346,14 @@ def run_models(bench, sections, use_torch, blas_dir, peak):
                 low = bench.driver(model, src, sources, weights=fmt)
                 decoders.update({f"attnc {fmt}/{t}": AttncProcess(low, weights, t)
                                  for t in THREADS})
+            # int8 weights with bf16 products: prefill on vdpbf16ps,
+            # decoding on the int16 rows (docs/Codegen.md).
+            for precision in [p for p in args.precisions.split(",") if p]:
+                if "int8" in formats:
+                    both = bench.driver(model, src, sources, weights="int8",
+                                        precision=precision)
+                    decoders.update({f"attnc int8 {precision}-products/{t}":
+                                     AttncProcess(both, weights, t) for t in THREADS})
         if use_torch:
             log(f"[{model}] PyTorch: load and check")
             torch_proc = TorchProcess(model, weights, blas_dir)
