@@ -273,7 +273,7 @@ def prepare_model(name, spec, args, out, log):
             sys.exit(f"error: {name} generate on the CPU: {text}")
     if spec.get("train"):
         trained = os.path.join(d, "cpu_trained.safetensors")
-        run([cpu, "train", "-w", weights, "--data", os.path.join(ROOT, "data", "kjv-train.txt"),
+        run([cpu, "train", "-w", weights, "--data", os.path.join(ROOT_DATA, "kjv-train.txt"),
              "--steps", str(TRAIN_STEPS), "--batch", str(TRAIN_BATCH), "--seq",
              str(TRAIN_SEQ), "-o", trained, "--log", os.path.join(d, "ref_train.csv")], log, timeout=3600)
         np.savez_compressed(os.path.join(d, "ref_trained.npz"),
@@ -323,7 +323,7 @@ def prepare(args):
     os.makedirs(args.out, exist_ok=True)
     shutil.copy(os.path.abspath(__file__), os.path.join(args.out, "gpu_check.py"))
     for text in ("kjv-train.txt", "kjv-valid.txt"):
-        shutil.copy(os.path.join(ROOT, "data", text), args.out)
+        shutil.copy(os.path.join(ROOT_DATA, text), args.out)
     if any(MODELS[m].get("tokenizer") for m in args.models):
         tokenizer = os.path.join(args.out, "gpt2-tokenizer")
         os.makedirs(tokenizer, exist_ok=True)

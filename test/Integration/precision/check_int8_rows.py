@@ -33,6 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import check_low_precision  # noqa: E402  (its Q8_0)
 import safetensors_io  # noqa: E402
+from check_bf16_products import bf16, rel  # noqa: E402
 
 TOL = 1e-6
 F32_GAP = 1e-3
@@ -62,10 +63,6 @@ def int16_product(x, q, scale, bias):
     qx, dx = int16_row(x)
     blocks = qx.reshape(1, q.shape[1], q.shape[2])
     return dx * np.einsum("nb,nb->n", scale, (q * blocks).sum(axis=2)) + bias
-
-
-def rel(got, want):
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
 
 
 def main():
@@ -122,7 +119,6 @@ def main():
         if not np.isnan(forward(entry, x)).all():
             sys.exit(f"FAIL: {entry}: a row with a NaN gave a number")
         if args.bf16_products:
-            bf16 = lambda a: check_low_precision.bf16(np.asarray(a, np.float32)).astype(np.float64)
             x = rng.normal(0, 1, (9, k)).astype(np.float32)
             got = forward(entry, x)
             want = bf16(x) @ bf16(check_low_precision.q8_0(w)).T + bias

@@ -60,7 +60,7 @@ void MatmulEmitter::emitDots(Value nBegin, Value nEnd) {
   // int8 weights on AVX512-VNNI: a single row rounded to int16 once, then
   // one dot product per column on integer products (RowDotInt16.cpp).
   Value rowQ;
-  if (int16RowDots())
+  if (usesInt16Rows(ops, model))
     rowQ = memref::AllocaOp::create(
         b, MemRefType::get({ShapedType::kDynamic}, b.getI16Type()),
         ValueRange{k});

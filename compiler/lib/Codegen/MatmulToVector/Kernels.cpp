@@ -84,7 +84,7 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
        llvm::Twine(model.target.lanes) + "x" +
        llvm::Twine(model.target.registers) + weightSuffix(operands) +
        (model.bf16Products ? "_dpbf16" : "") +
-       (operands.scales && model.target.int16Dot ? "_i16rows" : "") +
+       (usesInt16Rows(operands, model) ? "_i16rows" : "") +
        (zeroInit ? "_z" : ""))
           .str();
   if (epilogue)

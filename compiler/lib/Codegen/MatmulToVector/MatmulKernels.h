@@ -78,7 +78,6 @@ private:
 
   // RowDotInt16.cpp: int8 W times a single row rounded to int16
   // (vpdpwssd, AVX512-VNNI).
-  bool int16RowDots() const;
   mlir::Value roundRowToInt16(mlir::ImplicitLocOpBuilder &ib, mlir::Value m,
                               mlir::Value k, mlir::Value rowQ);
   void emitRowDotInt16(mlir::ImplicitLocOpBuilder &ib, mlir::Value rowQ,
@@ -146,6 +145,11 @@ private:
   mlir::VectorType vecType;
   mlir::Value zeroF, zeroV; // 0.0 and a vector of zeros, at the kernel's entry
 };
+
+/// Whether a product's single rows multiply int8 W on an int16 rounding of
+/// the row (RowDotInt16.cpp): int8 weights whose scale blocks are whole
+/// vpdpwssd steps, on a target with AVX512-VNNI.
+bool usesInt16Rows(const MatmulOperands &operands, const CpuCostModel &model);
 
 /// The operand type every kernel takes: any 2-D buffer with unit innermost
 /// stride, of f32 (or of a low-precision B's `element`).

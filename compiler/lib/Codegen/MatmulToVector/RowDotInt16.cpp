@@ -40,11 +40,11 @@ static constexpr llvm::StringLiteral kDotInt16Intrinsic =
 /// rounds to.
 static constexpr float kInt16Max = 32767.0f;
 
-bool MatmulEmitter::int16RowDots() const {
-  auto type = cast<MemRefType>(ops.b.getType());
-  return model.target.int16Dot && lanes == 16 && ops.scales &&
+bool usesInt16Rows(const MatmulOperands &operands, const CpuCostModel &model) {
+  auto type = cast<MemRefType>(operands.b.getType());
+  return model.target.int16Dot && operands.scales &&
          type.getElementType().isInteger(8) &&
-         ops.scaleBlock % (2 * lanes) == 0;
+         operands.scaleBlock % (2 * model.target.lanes) == 0;
 }
 
 /// Row m of A ([M, K], K a multiple of the scale block) rounded to int16
