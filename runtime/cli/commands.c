@@ -163,6 +163,9 @@ int attn_cmd_info(cli *c) {
   if (m->precision == ATTN_PRECISION_BF16)
     printf("precision: bf16 products (operands rounded to bf16, f32 "
            "accumulation; AVX512-BF16)\n");
+  if (m->precision == ATTN_PRECISION_TF32)
+    printf("precision: tf32 products (tensor cores read 10 mantissa bits, "
+           "f32 accumulation)\n");
   printf("entry points:\n");
   for (int32_t i = 0; i < m->num_entries; ++i) {
     printf("  ");

@@ -142,7 +142,7 @@ static attn_status check_model(const attn_model_info *m) {
       (m->num_entries && !m->entries) || m->weight_format < 0 ||
       m->weight_format > ATTN_WEIGHTS_INT8 || m->num_weight_elements < 0 ||
       m->num_scale_elements < 0 || m->precision < ATTN_PRECISION_F32 ||
-      m->precision > ATTN_PRECISION_BF16 ||
+      m->precision > ATTN_PRECISION_TF32 ||
       (m->int8_row_bits != 0 && m->int8_row_bits != 16))
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "malformed model table");
 #if defined(__x86_64__)

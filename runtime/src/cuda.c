@@ -725,6 +725,11 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
            "failed)");
     return;
   }
+  /* A loop of no iterations (a product's rows past its last whole tile,
+     when there are none) has nothing to launch; the driver refuses a grid
+     of size 0. */
+  if (grid_x == 0 || grid_y == 0 || grid_z == 0)
+    return;
   if (!fits_unsigned(grid_x) || !fits_unsigned(grid_y) ||
       !fits_unsigned(grid_z) || !fits_unsigned(block_x) ||
       !fits_unsigned(block_y) || !fits_unsigned(block_z) || smem < 0) {

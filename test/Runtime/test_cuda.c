@@ -236,6 +236,11 @@ static void test_kernel(void) {
     bad += halves[i] != 0x3c00;
   CHECK(bad == 0);
 
+  /* A grid of no blocks (a loop of no iterations) launches nothing and is
+     no error. */
+  launch_scale2(fn, stream, dx, dy, 0, 128);
+  CHECK_OK(attn_cuda_synchronize());
+
   /* A launch with too many threads per block fails, naming the kernel;
      launches are skipped until the error is taken. */
   mgpuMemset32(dy, 0, N, stream);

@@ -108,9 +108,10 @@ cl::opt<std::string> weightsOption(
     cl::value_desc("format"), cl::init("f32"), cl::cat(attncCategory));
 cl::opt<std::string> precisionOption(
     "precision",
-    cl::desc("How matrix products compute: f32 (default), or bf16 (operands "
-             "rounded to bf16, f32 accumulation, on CPUs with AVX512-BF16; "
-             "parameters and optimizer state stay f32)"),
+    cl::desc("How matrix products compute: f32 (default); bf16 (operands "
+             "rounded to bf16, f32 accumulation, on CPUs with AVX512-BF16); "
+             "or tf32 (GPU targets: tensor cores, operands read as TF32, f32 "
+             "accumulation); parameters and optimizer state stay f32"),
     cl::value_desc("p"), cl::init("f32"), cl::cat(attncCategory));
 cl::list<std::string> entryOption(
     "entry",
@@ -492,8 +493,9 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
     return nullptr;
   info = std::move(*collected);
   info.target = options.target;
-  info.precision =
-      precisionOption == "bf16" ? ATTN_PRECISION_BF16 : ATTN_PRECISION_F32;
+  info.precision = precisionOption == "bf16"   ? ATTN_PRECISION_BF16
+                   : precisionOption == "tf32" ? ATTN_PRECISION_TF32
+                                               : ATTN_PRECISION_F32;
   if (info.weightFormat == ATTN_WEIGHTS_INT8 &&
       attn::vectorTargetFor(options.target).int16Dot)
     info.int8RowBits = 16;
@@ -914,12 +916,17 @@ int main(int argc, char **argv) {
   if (!attn::parseWeightFormat(weightsOption))
     return usageError("unknown weight format '" + weightsOption +
                       "'; expected f32, bf16 or int8");
-  if (precisionOption != "f32" && precisionOption != "bf16")
+  if (precisionOption != "f32" && precisionOption != "bf16" &&
+      precisionOption != "tf32")
     return usageError("unknown precision '" + precisionOption +
-                      "'; expected f32 or bf16");
-  if (precisionOption == "bf16" && attn::cudaChip(targetOption))
+                      "'; expected f32, bf16 or tf32");
+  if (precisionOption == "tf32" && !attn::mapsLoopsForGpu(targetOption))
+    return usageError("--precision tf32 is for GPU targets (tensor cores); "
+                      "--target " + targetOption +
+                      " computes its products in f32 or bf16");
+  if (precisionOption == "bf16" && attn::mapsLoopsForGpu(targetOption))
     return usageError("--precision bf16 is for CPU targets; --target " +
-                      targetOption + " computes its products in f32");
+                      targetOption + " computes its products in f32 or tf32");
   if (precisionOption == "bf16" && attn::isKnownTarget(targetOption) &&
       !attn::hasBf16Dot(targetOption))
     return usageError("--precision bf16 needs a CPU with AVX512-BF16 "

@@ -2,13 +2,16 @@
 //
 // `attn-gpu-loops-on-host`: after attn-gpu-map-loops, the device's
 // allocations, frees and copies become the host's, so that the CPU's
-// lowering runs the mapped loops in order. Used by the `cuda-on-host`
-// target, which tests the GPU target's loop structure on any machine.
+// lowering runs the mapped loops in order (a warp's loop of lanes once,
+// GpuWarpTiles.h). Used by the `cuda-on-host` target, which tests the GPU target's loop structure on any machine.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Codegen/Passes.h"
 
+#include "GpuWarpTiles.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -29,6 +32,20 @@ struct GpuLoopsOnHostPass : impl::AttnGpuLoopsOnHostBase<GpuLoopsOnHostPass> {
     getOperation().walk([&](Operation *op) {
       if (isa<gpu::AllocOp, gpu::DeallocOp, gpu::MemcpyOp>(op))
         ops.push_back(op);
+    });
+    // A kernel written per warp does the warp's work in each lane's
+    // iteration (convert-vector-to-gpu divides it between the lanes only on
+    // the GPU): one iteration of the lanes does it once.
+    getOperation().walk([&](scf::ParallelOp loop) {
+      auto processors = warpTileProcessors(loop);
+      if (!processors)
+        return;
+      auto lanes = llvm::find(*processors, gpu::Processor::ThreadX);
+      rewriter.setInsertionPoint(loop);
+      Value one = arith::ConstantIndexOp::create(rewriter, loop.getLoc(), 1);
+      loop.getUpperBoundMutable()
+          .slice(lanes - processors->begin(), 1)
+          .assign(one);
     });
     for (Operation *op : ops) {
       rewriter.setInsertionPoint(op);

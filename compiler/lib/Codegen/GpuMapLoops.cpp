@@ -12,7 +12,8 @@
 // - Each outermost `scf.parallel` becomes one kernel launch: its loops are
 //   collapsed into one, tiled by `kThreadsPerBlock`, the tiles mapped to
 //   blocks and the iterations of a tile to threads; loops nested inside run
-//   sequentially in their thread.
+//   sequentially in their thread. A kernel written per warp (tensor-core
+//   products, GpuWarpTiles.h) keeps its blocks and warps as they are.
 // - A row loop around a parallel loop (column reductions, the embedding
 //   gradient's scatter-add) becomes one kernel whose threads walk the rows,
 //   and a full reduction into one element partial sums across threads
@@ -30,6 +31,7 @@
 
 #include "BufferUses.h"
 #include "GpuLoopRestructure.h"
+#include "GpuWarpTiles.h"
 #include "attn/EntryPoints/ArgAttributes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -264,6 +266,19 @@ void mapToKernel(RewriterBase &rewriter, scf::ParallelOp loop) {
     sequentialize(rewriter, loop);
 }
 
+/// A kernel written per warp (GpuWarpTiles.h): each dimension mapped to
+/// the block or thread its attribute names.
+void mapWarpTileKernel(scf::ParallelOp loop,
+                       ArrayRef<gpu::Processor> processors) {
+  MLIRContext *context = loop.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, context);
+  SmallVector<gpu::ParallelLoopDimMappingAttr> dims;
+  for (gpu::Processor processor : processors)
+    dims.push_back(gpu::ParallelLoopDimMappingAttr::get(context, processor,
+                                                        identity, identity));
+  (void)gpu::setMappingAttr(loop, dims);
+}
+
 /// A host read of one element of a device buffer: a one-thread kernel
 /// copies it into a buffer of its own, which is copied into host memory and
 /// read there (the host waits for the GPU at that point).
@@ -295,7 +310,10 @@ void readOnHost(RewriterBase &rewriter, memref::LoadOp load) {
 LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
-      mapToKernel(rewriter, loop);
+      if (auto processors = warpTileProcessors(loop))
+        mapWarpTileKernel(loop, *processors);
+      else
+        mapToKernel(rewriter, loop);
       continue;
     }
     if (auto load = dyn_cast<memref::LoadOp>(op);

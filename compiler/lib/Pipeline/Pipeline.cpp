@@ -148,14 +148,18 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
 }
 
 /// attn-opt to loops for the GPU: as on the CPU up to the arena plan, with
-/// attention over its whole score matrix; then every linalg op becomes a
-/// parallel loop nest and each outermost one a kernel, launched in order on
-/// one stream (the host waits only where it reads a device value and at the
-/// end of each function).
-static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost) {
+/// attention over its whole score matrix; then matrix products become
+/// warp-tiled kernels for the tensor cores (`tensorCores`, --precision
+/// tf32), every other linalg op a parallel loop nest and each outermost one
+/// a kernel, launched in order on one stream (the host waits only where it
+/// reads a device value and at the end of each function).
+static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
+                                  bool tensorCores) {
   addLinalgOnBuffers(pm, /*gpu=*/true);
   pm.addNestedPass<func::FuncOp>(createAttnReuseBuffers());
   pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
+  if (tensorCores)
+    pm.addNestedPass<func::FuncOp>(createAttnGpuTensorCoreProducts());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
@@ -176,6 +180,10 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost) {
 /// the CUDA driver's JIT), host code to LLVM calling the GPU runtime
 /// functions libattnrt implements over the driver.
 static void buildGpuLLVMPipeline(OpPassManager &pm, llvm::StringRef chip) {
+  // Warp-level products (--precision tf32) to mma.sync while they are
+  // still structured loops.
+  pm.addNestedPass<gpu::GPUModuleOp>(createAttnGpuMmaSync());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addNestedPass<func::FuncOp>(createAttnLowerDynamicReshapes());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -285,7 +293,8 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
   std::optional<llvm::StringRef> chip = cudaChip(options.target);
   if (runs(Stage::Loops)) {
     if (mapsLoopsForGpu(options.target)) {
-      buildGpuLoopsPipeline(pm, /*onHost=*/!chip);
+      buildGpuLoopsPipeline(pm, /*onHost=*/!chip,
+                            /*tensorCores=*/options.precision == "tf32");
     } else {
       CpuCostModel model = CpuCostModel::forTarget(options.target);
       model.bf16Products = options.precision == "bf16";
@@ -331,7 +340,9 @@ void registerAttnPipelines() {
       "attn-opt-to-gpu-loops",
       "Runs the attnc pipeline from the attn-opt stage to the loops stage "
       "of the GPU target (kernels outlined, launched asynchronously)",
-      [](OpPassManager &pm) { buildGpuLoopsPipeline(pm, /*onHost=*/false); });
+      [](OpPassManager &pm) {
+        buildGpuLoopsPipeline(pm, /*onHost=*/false, /*tensorCores=*/false);
+      });
   PassPipelineRegistration<>(
       "attn-gpu-loops-to-llvm",
       "Runs the attnc pipeline from the GPU target's loops stage to the "

@@ -135,6 +135,13 @@ static void emitPreamble(llvm::raw_ostream &os, const ModelInfo &info,
           "gradients and\n * optimizer state stay f32. */\n"
        << "#define " << llvm::StringRef(n).upper()
        << "_PRECISION ATTN_PRECISION_BF16\n";
+  if (info.precision == ATTN_PRECISION_TF32)
+    os << "/* The matrix products run on the GPU's tensor cores, which read "
+          "each f32\n * operand as TF32 (sign, exponent, 10 mantissa bits) "
+          "and accumulate in f32\n * (attnc --precision tf32); parameters, "
+          "gradients and optimizer state\n * stay f32. */\n"
+       << "#define " << llvm::StringRef(n).upper()
+       << "_PRECISION ATTN_PRECISION_TF32\n";
   if (info.kvCacheFloatsPerPosition > 0)
     os << "/* The key/value cache of prefill/decode_step: bytes per position "
           "of one\n * sequence (the context holds batch x capacity "

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 10
+#define ATTN_ABI_VERSION 11
 
 /* The entry points the runtime looks up by name, one per role. Any other
  * `fn` of a model is an entry point too, run by name (`forward --fn`). */
@@ -69,14 +69,18 @@ typedef enum attn_weight_format {
   ATTN_WEIGHTS_INT8 = 2
 } attn_weight_format;
 
-/* How the matrix products of a model compute (attnc --precision): F32, or
- * BF16: both operands rounded to bf16 (nearest even) and multiplied in
- * pairs with f32 accumulation (vdpbf16ps, AVX512-BF16), except products of
- * fewer rows than a register tile (a decoding step's), which stay f32.
+/* How the matrix products of a model compute (attnc --precision): F32;
+ * BF16 (CPU targets): both operands rounded to bf16 (nearest even) and
+ * multiplied in pairs with f32 accumulation (vdpbf16ps, AVX512-BF16),
+ * except products of fewer rows than a register tile (a decoding step's),
+ * which stay f32; TF32 (GPU targets): the products of whole 64x64 tiles
+ * on the tensor cores (mma.sync), which read each f32 operand's sign,
+ * exponent and leading 10 mantissa bits, with f32 accumulation.
  * Parameters, gradients, Adam's moments and every other op stay f32. */
 typedef enum attn_precision {
   ATTN_PRECISION_F32 = 0,
-  ATTN_PRECISION_BF16 = 1
+  ATTN_PRECISION_BF16 = 1,
+  ATTN_PRECISION_TF32 = 2
 } attn_precision;
 
 /* Parameter initialisers (LANGUAGE.md section 6), with their arguments:

@@ -245,6 +245,46 @@ def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def AttnGpuTensorCoreProducts
+    : Pass<"attn-gpu-tensor-core-products", "::mlir::func::FuncOp"> {
+  let summary = "Matrix products as kernels of warp-level 16x8 tiles for "
+                "the tensor cores (GPU target, --precision tf32)";
+  let description = [{
+    Input: linalg on buffers (GPU target). Each 2-D f32 matrix product
+    C += A B (A [M, K] or [K, M], B [K, N] or [N, K]) becomes a parallel
+    loop over 64x64 blocks of C holding a parallel loop over (lane, warp n,
+    warp m) marked `attn.warp_lanes`, whose body computes a warp's 32x32
+    tile as `vector.contract`s of 16x8x8 fragments read with
+    `vector.transfer_read`, K in steps of 8; the rows and columns no whole
+    block covers and the last K mod 8 terms stay linalg products on views.
+    attn-gpu-map-loops maps the two loops to blocks and threads;
+    attn-gpu-mma-sync makes the contractions mma.sync.
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def AttnGpuMmaSync : Pass<"attn-gpu-mma-sync", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Warp-level vector contractions to nvgpu.mma.sync, f32 "
+                "operands as TF32";
+  let description = [{
+    Input: kernels whose warp-level code attn-gpu-tensor-core-products
+    wrote. convert-vector-to-gpu's nvgpu lowering splits each fragment's
+    reads, contraction and writes between the warp's lanes (by
+    `gpu.lane_id`); f32 `nvgpu.mma.sync` ops are marked `tf32Enabled`. A
+    contraction that does not convert is an error (it would run whole in
+    every lane).
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def AttnGpuLoopsOnHost : Pass<"attn-gpu-loops-on-host", "::mlir::func::FuncOp"> {
   let summary = "Runs the GPU mapping's loops on the host (for tests)";
   let description = [{
@@ -257,7 +297,8 @@ def AttnGpuLoopsOnHost : Pass<"attn-gpu-loops-on-host", "::mlir::func::FuncOp"> 
     checked numerically on any machine; the kernels' own code generation
     (NVVM, PTX) is not.
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 #endif // ATTN_CODEGEN_PASSES_TD

@@ -58,8 +58,9 @@ struct PipelineOptions {
   /// Fns differentiated beside the loss (`<fn>_grad` each), from attnc's
   /// `--entry <fn>_grad`.
   std::vector<std::string> gradFns = {};
-  /// How matrix products compute on a CPU target (`attnc --precision`):
-  /// "f32", or "bf16" (attn-matmul-to-vector's `precision`).
+  /// How matrix products compute (`attnc --precision`): "f32"; "bf16" on
+  /// a CPU target (attn-matmul-to-vector's `precision`); "tf32" on a GPU
+  /// target (tensor cores, attn-gpu-tensor-core-products).
   std::string precision = "f32";
 };
 

@@ -1,0 +1,342 @@
+//===- GpuTensorCoreProducts.cpp - Matrix products on tensor cores --------===//
+//
+// The GPU target's `--precision tf32`, in two passes:
+//
+// - `attn-gpu-tensor-core-products` (on buffers, before linalg becomes
+//   loops): each 2-D f32 matrix product C += A B (matchMatmul: A stored
+//   [M, K] or [K, M], B [K, N] or [N, K]) becomes a kernel over the part of
+//   C that whole block tiles cover, with K taken in whole steps of 8, and
+//   linalg products on views for the rest (the rows below the last whole
+//   tile, the columns right of it, the last K mod 8 terms), which become
+//   generic kernels. A block of the kernel is a grid of warps, and each
+//   warp accumulates a grid of 16x8 fragments of C in registers over K,
+//   reading A and B from global memory (GpuWarpTiles.h).
+// - `attn-gpu-mma-sync` (on the kernels' gpu.module): MLIR's lowering of
+//   those warp-level contractions to `nvgpu.mma.sync` m16n8k8, the f32
+//   operands read as TF32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Codegen/Passes.h"
+
+#include "GpuWarpTiles.h"
+#include "MatmulMatch.h"
+
+#include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+using namespace mlir;
+
+namespace attn {
+#define GEN_PASS_DEF_ATTNGPUTENSORCOREPRODUCTS
+#define GEN_PASS_DEF_ATTNGPUMMASYNC
+#include "attn/Codegen/Passes.h.inc"
+
+namespace {
+
+/// The tiles of a tensor-core product: mma.sync m16n8k8 fragments; a warp
+/// holds 2 x 4 of them (32 x 32 of C, 32 accumulator registers a lane), a
+/// block 2 x 2 warps (64 x 64 of C, 128 threads).
+struct Tiles {
+  static constexpr int64_t fragM = 16, fragN = 8, fragK = 8;
+  static constexpr int64_t fragsM = 2, fragsN = 4;
+  static constexpr int64_t warpsM = 2, warpsN = 2;
+  static constexpr int64_t warpM = fragM * fragsM, warpN = fragN * fragsN;
+  static constexpr int64_t blockM = warpM * warpsM, blockN = warpN * warpsN;
+};
+
+/// A range [offset, offset + size) of rows, columns or terms.
+struct Range {
+  OpFoldResult offset, size;
+};
+
+bool isZero(OpFoldResult value) {
+  std::optional<int64_t> constant = getConstantIntValue(value);
+  return constant && *constant == 0;
+}
+
+Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// `base + offset`. The kernels' index arithmetic is affine.apply:
+/// convert-vector-to-gpu takes an arith op computing a fragment's index for
+/// part of the fragment's chain, and fails on it.
+Value plus(OpBuilder &b, Location loc, Value base, int64_t offset) {
+  if (offset == 0)
+    return base;
+  AffineExpr d0 = b.getAffineDimExpr(0);
+  return affine::AffineApplyOp::create(b, loc, d0 + offset, ValueRange{base});
+}
+
+/// The view of the 2-D `memref` over `rows` x `columns`.
+Value view(OpBuilder &b, Location loc, Value memref, Range rows,
+           Range columns) {
+  OpFoldResult one = b.getIndexAttr(1);
+  return memref::SubViewOp::create(b, loc, memref,
+                                   {rows.offset, columns.offset},
+                                   {rows.size, columns.size}, {one, one});
+}
+
+/// `op` (C += A B) restricted to rows `m`, columns `n` and terms `k`.
+void productOnViews(RewriterBase &rewriter, linalg::LinalgOp op,
+                    const MatmulOperands &p, Range m, Range n, Range k) {
+  if (isZero(m.size) || isZero(n.size) || isZero(k.size))
+    return;
+  Location loc = op.getLoc();
+  Value a = p.transposedA ? view(rewriter, loc, p.a, k, m)
+                          : view(rewriter, loc, p.a, m, k);
+  Value b = p.transposedB ? view(rewriter, loc, p.b, n, k)
+                          : view(rewriter, loc, p.b, k, n);
+  Value c = view(rewriter, loc, p.c, m, n);
+  Operation *copy = rewriter.clone(*op.getOperation());
+  copy->setOperands({a, b, c});
+}
+
+/// A fragment of `memref` at `indices`, in_bounds; `transposed` reads the
+/// vector's rows along the memref's columns.
+Value readFragment(OpBuilder &b, Location loc, Value memref,
+                   ValueRange indices, VectorType type, bool transposed) {
+  MLIRContext *context = b.getContext();
+  AffineMap map =
+      transposed
+          ? AffineMap::get(2, 0,
+                           {getAffineDimExpr(1, context),
+                            getAffineDimExpr(0, context)},
+                           context)
+          : AffineMap::getMultiDimIdentityMap(2, context);
+  Value pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  return vector::TransferReadOp::create(b, loc, type, memref, indices, pad,
+                                        map, ArrayRef<bool>{true, true});
+}
+
+/// One warp's tile of C at (`row`, `col`): its fragments read, the first
+/// `kEnd` terms of A B added in steps of fragK, and written back.
+void emitWarpTile(OpBuilder &b, Location loc, const MatmulOperands &p,
+                  Value row, Value col, Value kEnd) {
+  using T = Tiles;
+  MLIRContext *context = b.getContext();
+  Type f32 = b.getF32Type();
+  auto cType = VectorType::get({T::fragM, T::fragN}, f32);
+  auto aType = VectorType::get({T::fragM, T::fragK}, f32);
+  auto bType = VectorType::get({T::fragN, T::fragK}, f32);
+  SmallVector<Value> rows, cols;
+  for (int64_t i = 0; i < T::fragsM; ++i)
+    rows.push_back(plus(b, loc, row, i * T::fragM));
+  for (int64_t j = 0; j < T::fragsN; ++j)
+    cols.push_back(plus(b, loc, col, j * T::fragN));
+  SmallVector<Value> accumulators;
+  for (Value r : rows)
+    for (Value c : cols)
+      accumulators.push_back(readFragment(b, loc, p.c, {r, c}, cType, false));
+
+  AffineExpr m = getAffineDimExpr(0, context), n = getAffineDimExpr(1, context),
+             k = getAffineDimExpr(2, context);
+  ArrayAttr maps = b.getAffineMapArrayAttr(
+      {AffineMap::get(3, 0, {m, k}, context),
+       AffineMap::get(3, 0, {n, k}, context),
+       AffineMap::get(3, 0, {m, n}, context)});
+  auto iterator = [&](vector::IteratorType type) -> Attribute {
+    return vector::IteratorTypeAttr::get(context, type);
+  };
+  ArrayAttr iterators = b.getArrayAttr(
+      {iterator(vector::IteratorType::parallel),
+       iterator(vector::IteratorType::parallel),
+       iterator(vector::IteratorType::reduction)});
+
+  auto terms = scf::ForOp::create(
+      b, loc, constantIndex(b, loc, 0), kEnd, constantIndex(b, loc, T::fragK),
+      accumulators,
+      [&](OpBuilder &b, Location loc, Value kk, ValueRange sums) {
+        SmallVector<Value> as, bs;
+        for (Value r : rows)
+          as.push_back(p.transposedA
+                           ? readFragment(b, loc, p.a, {kk, r}, aType, true)
+                           : readFragment(b, loc, p.a, {r, kk}, aType, false));
+        for (Value c : cols)
+          bs.push_back(p.transposedB
+                           ? readFragment(b, loc, p.b, {c, kk}, bType, false)
+                           : readFragment(b, loc, p.b, {kk, c}, bType, true));
+        SmallVector<Value> next;
+        for (auto [i, a] : llvm::enumerate(as))
+          for (auto [j, bf] : llvm::enumerate(bs))
+            next.push_back(vector::ContractionOp::create(
+                b, loc, a, bf, sums[i * bs.size() + j], maps, iterators));
+        scf::YieldOp::create(b, loc, next);
+      });
+  for (auto [i, r] : llvm::enumerate(rows))
+    for (auto [j, c] : llvm::enumerate(cols))
+      vector::TransferWriteOp::create(b, loc,
+                                      terms.getResult(i * cols.size() + j),
+                                      p.c, ValueRange{r, c},
+                                      ArrayRef<bool>{true, true});
+}
+
+/// The kernel: blocks over `blocksM` x `blocksN` tiles of C, each a grid of
+/// warps (lanes first), the first `kEnd` terms. A dimension of blocks that
+/// is one iteration is left out (GpuWarpTiles.h).
+void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
+                OpFoldResult blocksM, OpFoldResult blocksN, Value kEnd) {
+  using T = Tiles;
+  using gpu::Processor;
+  Value zero = constantIndex(b, loc, 0), one = constantIndex(b, loc, 1);
+  SmallVector<Value> uppers;
+  SmallVector<int64_t> processors;
+  auto addDim = [&](OpFoldResult upper, Processor processor) {
+    std::optional<int64_t> constant = getConstantIntValue(upper);
+    if (constant && *constant == 1)
+      return;
+    uppers.push_back(getValueOrCreateConstantIndexOp(b, loc, upper));
+    processors.push_back(static_cast<int64_t>(processor));
+  };
+  addDim(blocksM, Processor::BlockY);
+  addDim(blocksN, Processor::BlockX);
+  addDim(b.getIndexAttr(kWarpSize), Processor::ThreadX);
+  addDim(b.getIndexAttr(T::warpsN), Processor::ThreadY);
+  addDim(b.getIndexAttr(T::warpsM), Processor::ThreadZ);
+  SmallVector<Value> lowers(uppers.size(), zero), steps(uppers.size(), one);
+  auto loop = scf::ParallelOp::create(
+      b, loc, lowers, uppers, steps,
+      [&](OpBuilder &b, Location loc, ValueRange ivs) {
+        auto index = [&](Processor processor) {
+          auto it = llvm::find(processors, static_cast<int64_t>(processor));
+          return it == processors.end() ? zero
+                                        : ivs[it - processors.begin()];
+        };
+        AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+        auto at = [&](Value blockIndex, int64_t blockSize, Value warpIndex,
+                      int64_t warpSize) -> Value {
+          return affine::AffineApplyOp::create(
+              b, loc, d0 * blockSize + d1 * warpSize,
+              ValueRange{blockIndex, warpIndex});
+        };
+        Value row = at(index(Processor::BlockY), T::blockM,
+                       index(Processor::ThreadZ), T::warpM);
+        Value col = at(index(Processor::BlockX), T::blockN,
+                       index(Processor::ThreadY), T::warpN);
+        emitWarpTile(b, loc, p, row, col, kEnd);
+      });
+  loop->setAttr(kWarpTilesAttr, b.getDenseI64ArrayAttr(processors));
+}
+
+/// `op` as the kernel over whole tiles and products on views for the rest;
+/// left as it is when no whole tile fits.
+void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
+                    const MatmulOperands &p) {
+  using T = Tiles;
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  AffineExpr d0 = rewriter.getAffineDimExpr(0);
+  auto apply = [&](AffineExpr e, OpFoldResult x) {
+    return affine::makeComposedFoldedAffineApply(rewriter, loc, e, {x});
+  };
+  OpFoldResult m = memref::getMixedSize(rewriter, loc, p.c, 0);
+  OpFoldResult n = memref::getMixedSize(rewriter, loc, p.c, 1);
+  OpFoldResult k =
+      memref::getMixedSize(rewriter, loc, p.a, p.transposedA ? 0 : 1);
+  OpFoldResult blocksM = apply(d0.floorDiv(T::blockM), m);
+  OpFoldResult blocksN = apply(d0.floorDiv(T::blockN), n);
+  OpFoldResult kWhole = apply(d0.floorDiv(T::fragK) * T::fragK, k);
+  if (isZero(blocksM) || isZero(blocksN) || isZero(kWhole))
+    return;
+  OpFoldResult mWhole = apply(d0.floorDiv(T::blockM) * T::blockM, m);
+  OpFoldResult nWhole = apply(d0.floorDiv(T::blockN) * T::blockN, n);
+  OpFoldResult zero = rewriter.getIndexAttr(0);
+
+  emitKernel(rewriter, loc, p, blocksM, blocksN,
+             getValueOrCreateConstantIndexOp(rewriter, loc, kWhole));
+  Range mAll{zero, m}, nAll{zero, n};
+  Range kFirst{zero, kWhole};
+  productOnViews(rewriter, op, p, {mWhole, apply(d0 % T::blockM, m)}, nAll,
+                 kFirst);
+  productOnViews(rewriter, op, p, {zero, mWhole},
+                 {nWhole, apply(d0 % T::blockN, n)}, kFirst);
+  productOnViews(rewriter, op, p, mAll, nAll,
+                 {kWhole, apply(d0 % T::fragK, k)});
+  rewriter.eraseOp(op);
+}
+
+struct GpuTensorCoreProductsPass
+    : impl::AttnGpuTensorCoreProductsBase<GpuTensorCoreProductsPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      std::optional<MatmulOperands> p = matchMatmul(op);
+      // The views replace A, B and C by position: each must be its own
+      // operand.
+      if (p && !p->scales && op->getNumOperands() == 3 && p->a != p->b &&
+          p->a != p->c && p->b != p->c)
+        products.emplace_back(op, *p);
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto &[op, p] : products)
+      rewriteProduct(rewriter, op, p);
+  }
+};
+
+struct GpuMmaSyncPass : impl::AttnGpuMmaSyncBase<GpuMmaSyncPass> {
+  void runOnOperation() override {
+    for (auto kernel : getOperation().getOps<gpu::GPUFuncOp>()) {
+      bool contracts = kernel->walk([](vector::ContractionOp) {
+                               return WalkResult::interrupt();
+                             }).wasInterrupted();
+      if (contracts && failed(convertKernel(kernel)))
+        return signalPassFailure();
+    }
+  }
+
+  /// MLIR's conversion, on the kernels that have contractions only: it
+  /// tries every arith op of the function it is given, index arithmetic
+  /// included, and fails on those.
+  LogicalResult convertKernel(gpu::GPUFuncOp kernel) {
+    Operation *root = kernel;
+    RewritePatternSet patterns(&getContext());
+    populatePrepareVectorToMMAPatterns(patterns, /*useNvGpu=*/true);
+    if (failed(applyPatternsGreedily(root, std::move(patterns))))
+      return failure();
+    IRRewriter rewriter(&getContext());
+    if (failed(convertVectorToNVVMCompatibleMMASync(rewriter, root)))
+      return failure();
+    // The conversion leaves the warp-level ops it replaced, dead, and the
+    // loop's old accumulators beside the new ones.
+    RewritePatternSet cleanup(&getContext());
+    for (RegisteredOperationName name :
+         getContext().getRegisteredOperations())
+      name.getCanonicalizationPatterns(cleanup, &getContext());
+    if (failed(applyPatternsGreedily(root, std::move(cleanup))))
+      return failure();
+    // A contraction left as it was would run whole in every lane, each
+    // lane adding its own copy of the product into C.
+    WalkResult left = root->walk([](vector::ContractionOp contract) {
+      contract.emitError("a warp's product did not become mma.sync");
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      return failure();
+    // The tensor cores take an f32 operand's sign, exponent and leading 10
+    // mantissa bits (TF32).
+    root->walk([](nvgpu::MmaSyncOp mma) {
+      if (cast<VectorType>(mma.getMatrixA().getType())
+              .getElementType()
+              .isF32())
+        mma.setTf32Enabled(true);
+    });
+    return success();
+  }
+};
+
+} // namespace
+
+} // namespace attn

@@ -1,0 +1,64 @@
+// attn-gpu-tensor-core-products (--precision tf32 on a GPU target): a 2-D
+// f32 product becomes one parallel loop over 64x64 blocks of C and the
+// (lane, warp n, warp m) threads of each block, named by attn.warp_tiles
+// (gpu::Processor values: 0-2 blocks x-z, 3-5 threads x-z), whose warps
+// add 16x8x8 contractions over K in steps of 8; linalg products on views
+// cover the rest of C and the last K mod 8 terms.
+// RUN: attnc-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-tensor-core-products))' | FileCheck %s
+
+// A linear layer, B stored [N, K]: M dynamic, N = 130 (two columns past
+// the last whole block), K = 72 (no remainder).
+// CHECK-LABEL: func.func @linear
+// CHECK: scf.parallel (%[[BM:.*]], %[[BN:.*]], %{{.*}}, %[[WN:.*]], %[[WM:.*]]) = {{.*}} to (%{{.*}}, %c2, %c32, %c2{{.*}}, %c2{{.*}})
+// CHECK: %[[ROW:.*]] = affine.apply #{{.*}}(%[[BM]], %[[WM]])
+// CHECK: %[[COL:.*]] = affine.apply #{{.*}}(%[[BN]], %[[WN]])
+// CHECK-COUNT-8: vector.transfer_read %arg2{{.*}} : memref<?x130xf32>, vector<16x8xf32>
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c72 step %c8
+// CHECK: vector.transfer_read %arg0[%[[ROW]], %[[K]]]{{.*}}in_bounds = [true, true]{{.*}} vector<16x8xf32>
+// CHECK: vector.transfer_read %arg1[%[[COL]], %[[K]]]{{.*}} vector<8x8xf32>
+// CHECK-COUNT-8: vector.contract
+// CHECK-COUNT-8: vector.transfer_write
+// CHECK: } {attn.warp_tiles = array<i64: 1, 0, 3, 4, 5>}
+// The rows below the last whole block, all columns:
+// CHECK: linalg.matmul {{.*}} outs(%{{.*}} : memref<?x130xf32, strided<[130, 1], offset: ?>>)
+// The last two columns of the whole blocks' rows:
+// CHECK: memref.subview %arg2[0, 128] [%{{.*}}, 2]
+// CHECK: linalg.matmul
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+func.func @linear(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<?x72xf32>, memref<130x72xf32>) outs(%y : memref<?x130xf32>)
+  return
+}
+
+// A weight's gradient dY^T X, A stored [K, M] and B [K, N], both read
+// transposed; one block of rows (its dimension left out), K = 75: the
+// last 3 terms over all of C.
+// CHECK-LABEL: func.func @weight_grad
+// CHECK: scf.parallel ({{[^,]*}}, {{[^,]*}}, {{[^,]*}}, {{[^,]*}}) = {{.*}} to (%c3, %c32, %c2, %c2{{.*}})
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c72 step %c8
+// CHECK: vector.transfer_read %arg0[%[[K]], %{{.*}}]{{.*}}permutation_map = #[[T:.*]]} : memref<75x64xf32>, vector<16x8xf32>
+// CHECK: vector.transfer_read %arg1[%[[K]], %{{.*}}]{{.*}}permutation_map = #[[T]]} : memref<75x200xf32>, vector<8x8xf32>
+// CHECK: } {attn.warp_tiles = array<i64: 0, 3, 4, 5>}
+// CHECK: memref.subview %arg2[0, 192] [64, 8]
+// CHECK: linalg.matmul
+// CHECK: memref.subview %arg0[72, 0] [3, 64]
+// CHECK: memref.subview %arg1[72, 0] [3, 200]
+// CHECK: linalg.matmul
+// CHECK-NEXT: return
+func.func @weight_grad(%dy: memref<75x64xf32>, %x: memref<75x200xf32>, %dw: memref<64x200xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%dy, %x : memref<75x64xf32>, memref<75x200xf32>) outs(%dw : memref<64x200xf32>)
+  return
+}
+
+// Fewer rows than a block: left as it is.
+// CHECK-LABEL: func.func @too_small
+// CHECK-NOT: scf.parallel
+// CHECK: linalg.matmul ins
+// CHECK-NEXT: return
+func.func @too_small(%a: memref<8x64xf32>, %b: memref<64x64xf32>, %c: memref<8x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x64xf32>) outs(%c : memref<8x64xf32>)
+  return
+}
