@@ -1,5 +1,5 @@
-// attn-gpu-tensor-core-products (--precision tf32 on a GPU target): a 2-D
-// f32 product becomes one parallel loop over 64x64 blocks of C and the
+// attn-gpu-tensor-core-products (--precision tf32 on a GPU target): an f32
+// product (2-D, or a batch of them) becomes one parallel loop over 64x64 blocks of C and the
 // (lane, warp n, warp m) threads of each block, named by attn.warp_tiles
 // (gpu::Processor values: 0-2 blocks x-z, 3-5 threads x-z), whose warps
 // add 16x8x8 contractions over K in steps of 8; linalg products on views
@@ -60,5 +60,34 @@ func.func @weight_grad(%dy: memref<75x64xf32>, %x: memref<75x200xf32>, %dw: memr
 // CHECK-NEXT: return
 func.func @too_small(%a: memref<8x64xf32>, %b: memref<64x64xf32>, %c: memref<8x64xf32>) {
   linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x64xf32>) outs(%c : memref<8x64xf32>)
+  return
+}
+
+// Attention's scores Q K^T over [B, H, T, S] (materialised on the GPU): the
+// batch of B x H products is one more dimension of blocks (z), split back
+// into b and h; reads and writes index the last two dimensions of each
+// 4-D buffer.
+// CHECK-LABEL: func.func @scores
+// CHECK: scf.parallel (%[[Z:[^,]*]], {{.*}}) = {{.*}} to (%{{.*}}, %{{.*}}, %{{.*}}, %c32{{.*}}, %c2{{.*}}, %c2{{.*}})
+// CHECK: %[[H:.*]] = affine.apply #{{.*}}(%[[Z]])[%{{.*}}, %c6]
+// CHECK: %[[B:.*]] = affine.apply #{{.*}}(%[[Z]])[%{{.*}}, %c6]
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c32 step %c8
+// CHECK: vector.transfer_read %arg0[%[[B]], %[[H]], %{{.*}}, %[[K]]]{{.*}} : memref<?x6x?x32xf32>, vector<16x8xf32>
+// CHECK: vector.transfer_read %arg1[%[[B]], %[[H]], %{{.*}}, %[[K]]]{{.*}} : memref<?x6x?x32xf32>, vector<8x8xf32>
+// CHECK: } {attn.warp_tiles = array<i64: 2, 1, 0, 3, 4, 5>}
+// CHECK: memref.subview %arg2[0, 0, %{{.*}}, 0] [%{{.*}}, 6, %{{.*}}, %{{.*}}]
+// CHECK: linalg.generic
+// CHECK: memref.subview %arg2[0, 0, 0, %{{.*}}] [%{{.*}}, 6, %{{.*}}, %{{.*}}]
+// CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @scores(%q: memref<?x6x?x32xf32>, %k: memref<?x6x?x32xf32>, %s: memref<?x6x?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, h, t, u, d) -> (b, h, t, d)>, affine_map<(b, h, t, u, d) -> (b, h, u, d)>, affine_map<(b, h, t, u, d) -> (b, h, t, u)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+    ins(%q, %k : memref<?x6x?x32xf32>, memref<?x6x?x32xf32>) outs(%s : memref<?x6x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %c, %m : f32
+    linalg.yield %r : f32
+  }
   return
 }

@@ -67,7 +67,7 @@ COMMAND_TIMEOUT = 150  # seconds for one executable's run
 MODELS = {
     "char_gpt": dict(
         seed=1,
-        inputs={"tokens": (256, [2, 37], 0), "targets": (256, [2, 37], 0)},
+        inputs={"tokens": (256, [2, 100], 0), "targets": (256, [2, 100], 0)},
         forward=[("forward", {"tokens": "tokens"})],
         loss=["tokens", "targets"],
         generate=("In the beginning God", 40),

@@ -81,13 +81,18 @@ Value plus(OpBuilder &b, Location loc, Value base, int64_t offset) {
   return affine::AffineApplyOp::create(b, loc, d0 + offset, ValueRange{base});
 }
 
-/// The view of the 2-D `memref` over `rows` x `columns`.
-Value view(OpBuilder &b, Location loc, Value memref, Range rows,
-           Range columns) {
-  OpFoldResult one = b.getIndexAttr(1);
-  return memref::SubViewOp::create(b, loc, memref,
-                                   {rows.offset, columns.offset},
-                                   {rows.size, columns.size}, {one, one});
+/// The view of `memref` over its batch dimensions whole, then `rows` x
+/// `columns`.
+Value view(OpBuilder &b, Location loc, Value memref, unsigned batchRank,
+           Range rows, Range columns) {
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> offsets(batchRank, zero), sizes;
+  for (unsigned d = 0; d < batchRank; ++d)
+    sizes.push_back(memref::getMixedSize(b, loc, memref, d));
+  offsets.append({rows.offset, columns.offset});
+  sizes.append({rows.size, columns.size});
+  SmallVector<OpFoldResult> strides(batchRank + 2, one);
+  return memref::SubViewOp::create(b, loc, memref, offsets, sizes, strides);
 }
 
 /// `op` (C += A B) restricted to rows `m`, columns `n` and terms `k`.
@@ -96,37 +101,64 @@ void productOnViews(RewriterBase &rewriter, linalg::LinalgOp op,
   if (isZero(m.size) || isZero(n.size) || isZero(k.size))
     return;
   Location loc = op.getLoc();
-  Value a = p.transposedA ? view(rewriter, loc, p.a, k, m)
-                          : view(rewriter, loc, p.a, m, k);
-  Value b = p.transposedB ? view(rewriter, loc, p.b, n, k)
-                          : view(rewriter, loc, p.b, k, n);
-  Value c = view(rewriter, loc, p.c, m, n);
+  unsigned batch = p.batchRank;
+  Value a = p.transposedA ? view(rewriter, loc, p.a, batch, k, m)
+                          : view(rewriter, loc, p.a, batch, m, k);
+  Value b = p.transposedB ? view(rewriter, loc, p.b, batch, n, k)
+                          : view(rewriter, loc, p.b, batch, k, n);
+  Value c = view(rewriter, loc, p.c, batch, m, n);
   Operation *copy = rewriter.clone(*op.getOperation());
   copy->setOperands({a, b, c});
 }
 
-/// A fragment of `memref` at `indices`, in_bounds; `transposed` reads the
-/// vector's rows along the memref's columns.
-Value readFragment(OpBuilder &b, Location loc, Value memref,
-                   ValueRange indices, VectorType type, bool transposed) {
-  MLIRContext *context = b.getContext();
-  AffineMap map =
-      transposed
-          ? AffineMap::get(2, 0,
-                           {getAffineDimExpr(1, context),
-                            getAffineDimExpr(0, context)},
-                           context)
-          : AffineMap::getMultiDimIdentityMap(2, context);
-  Value pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  return vector::TransferReadOp::create(b, loc, type, memref, indices, pad,
-                                        map, ArrayRef<bool>{true, true});
-}
+/// Reads and writes of one warp's fragments of a product, at the batch
+/// element `batch` (no indices for a 2-D product).
+struct FragmentAccess {
+  OpBuilder &b;
+  Location loc;
+  SmallVector<Value> batch;
+
+  /// The vector's two dimensions along the memref's last two, or the other
+  /// way round (`transposed`).
+  AffineMap map(Value memref, bool transposed) {
+    unsigned rank = cast<MemRefType>(memref.getType()).getRank();
+    AffineExpr row = b.getAffineDimExpr(rank - 2),
+               col = b.getAffineDimExpr(rank - 1);
+    return AffineMap::get(rank, 0,
+                          transposed ? ArrayRef<AffineExpr>{col, row}
+                                     : ArrayRef<AffineExpr>{row, col},
+                          b.getContext());
+  }
+
+  SmallVector<Value> indices(Value first, Value second) {
+    SmallVector<Value> all(batch);
+    all.append({first, second});
+    return all;
+  }
+
+  /// The fragment of `memref` at (`first`, `second`), in bounds.
+  Value read(Value memref, Value first, Value second, VectorType type,
+             bool transposed) {
+    Value pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    return vector::TransferReadOp::create(
+        b, loc, type, memref, indices(first, second), pad,
+        map(memref, transposed), ArrayRef<bool>{true, true});
+  }
+
+  void write(Value fragment, Value memref, Value row, Value col) {
+    vector::TransferWriteOp::create(b, loc, fragment, memref,
+                                    indices(row, col), map(memref, false),
+                                    ArrayRef<bool>{true, true});
+  }
+};
 
 /// One warp's tile of C at (`row`, `col`): its fragments read, the first
 /// `kEnd` terms of A B added in steps of fragK, and written back.
-void emitWarpTile(OpBuilder &b, Location loc, const MatmulOperands &p,
-                  Value row, Value col, Value kEnd) {
+void emitWarpTile(FragmentAccess &access, const MatmulOperands &p, Value row,
+                  Value col, Value kEnd) {
   using T = Tiles;
+  OpBuilder &b = access.b;
+  Location loc = access.loc;
   MLIRContext *context = b.getContext();
   Type f32 = b.getF32Type();
   auto cType = VectorType::get({T::fragM, T::fragN}, f32);
@@ -140,7 +172,7 @@ void emitWarpTile(OpBuilder &b, Location loc, const MatmulOperands &p,
   SmallVector<Value> accumulators;
   for (Value r : rows)
     for (Value c : cols)
-      accumulators.push_back(readFragment(b, loc, p.c, {r, c}, cType, false));
+      accumulators.push_back(access.read(p.c, r, c, cType, false));
 
   AffineExpr m = getAffineDimExpr(0, context), n = getAffineDimExpr(1, context),
              k = getAffineDimExpr(2, context);
@@ -159,36 +191,62 @@ void emitWarpTile(OpBuilder &b, Location loc, const MatmulOperands &p,
   auto terms = scf::ForOp::create(
       b, loc, constantIndex(b, loc, 0), kEnd, constantIndex(b, loc, T::fragK),
       accumulators,
-      [&](OpBuilder &b, Location loc, Value kk, ValueRange sums) {
+      [&](OpBuilder &nested, Location, Value kk, ValueRange sums) {
+        FragmentAccess inner{nested, loc, access.batch};
         SmallVector<Value> as, bs;
         for (Value r : rows)
-          as.push_back(p.transposedA
-                           ? readFragment(b, loc, p.a, {kk, r}, aType, true)
-                           : readFragment(b, loc, p.a, {r, kk}, aType, false));
+          as.push_back(p.transposedA ? inner.read(p.a, kk, r, aType, true)
+                                     : inner.read(p.a, r, kk, aType, false));
         for (Value c : cols)
-          bs.push_back(p.transposedB
-                           ? readFragment(b, loc, p.b, {c, kk}, bType, false)
-                           : readFragment(b, loc, p.b, {kk, c}, bType, true));
+          bs.push_back(p.transposedB ? inner.read(p.b, c, kk, bType, false)
+                                     : inner.read(p.b, kk, c, bType, true));
         SmallVector<Value> next;
         for (auto [i, a] : llvm::enumerate(as))
           for (auto [j, bf] : llvm::enumerate(bs))
             next.push_back(vector::ContractionOp::create(
-                b, loc, a, bf, sums[i * bs.size() + j], maps, iterators));
-        scf::YieldOp::create(b, loc, next);
+                nested, loc, a, bf, sums[i * bs.size() + j], maps,
+                iterators));
+        scf::YieldOp::create(nested, loc, next);
       });
   for (auto [i, r] : llvm::enumerate(rows))
     for (auto [j, c] : llvm::enumerate(cols))
-      vector::TransferWriteOp::create(b, loc,
-                                      terms.getResult(i * cols.size() + j),
-                                      p.c, ValueRange{r, c},
-                                      ArrayRef<bool>{true, true});
+      access.write(terms.getResult(i * cols.size() + j), p.c, r, c);
 }
 
-/// The kernel: blocks over `blocksM` x `blocksN` tiles of C, each a grid of
-/// warps (lanes first), the first `kEnd` terms. A dimension of blocks that
-/// is one iteration is left out (GpuWarpTiles.h).
+/// The index in each batch dimension (sizes `batchSizes`, the last the
+/// fastest) of the flat batch index `flat`.
+SmallVector<Value> batchIndices(OpBuilder &b, Location loc, Value flat,
+                                ArrayRef<OpFoldResult> batchSizes) {
+  SmallVector<Value> indices;
+  AffineExpr stride = b.getAffineConstantExpr(1);
+  SmallVector<Value> symbols;
+  for (OpFoldResult size : batchSizes)
+    symbols.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
+  // Dimension d's index: (flat floordiv (size d+1 * ... )) mod size d.
+  for (int64_t d = batchSizes.size() - 1; d >= 0; --d) {
+    AffineExpr index = b.getAffineDimExpr(0).floorDiv(stride);
+    if (d > 0)
+      index = index % b.getAffineSymbolExpr(d);
+    SmallVector<Value> operands{flat};
+    operands.append(symbols);
+    indices.insert(indices.begin(),
+                   affine::AffineApplyOp::create(
+                       b, loc,
+                       AffineMap::get(1, symbols.size(), index,
+                                      b.getContext()),
+                       operands));
+    stride = stride * b.getAffineSymbolExpr(d);
+  }
+  return indices;
+}
+
+/// The kernel: blocks over `blocksM` x `blocksN` tiles of C and the batch
+/// (its dimensions flattened), each a grid of warps (lanes first), the
+/// first `kEnd` terms. A dimension of blocks that is one iteration is left
+/// out (GpuWarpTiles.h).
 void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
-                OpFoldResult blocksM, OpFoldResult blocksN, Value kEnd) {
+                ArrayRef<OpFoldResult> batchSizes, OpFoldResult blocksM,
+                OpFoldResult blocksN, Value kEnd) {
   using T = Tiles;
   using gpu::Processor;
   Value zero = constantIndex(b, loc, 0), one = constantIndex(b, loc, 1);
@@ -201,6 +259,12 @@ void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
     uppers.push_back(getValueOrCreateConstantIndexOp(b, loc, upper));
     processors.push_back(static_cast<int64_t>(processor));
   };
+  OpFoldResult batch = b.getIndexAttr(1);
+  for (OpFoldResult size : batchSizes)
+    batch = affine::makeComposedFoldedAffineApply(
+        b, loc, b.getAffineSymbolExpr(0) * b.getAffineSymbolExpr(1),
+        {batch, size});
+  addDim(batch, Processor::BlockZ);
   addDim(blocksM, Processor::BlockY);
   addDim(blocksN, Processor::BlockX);
   addDim(b.getIndexAttr(kWarpSize), Processor::ThreadX);
@@ -226,7 +290,12 @@ void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
                        index(Processor::ThreadZ), T::warpM);
         Value col = at(index(Processor::BlockX), T::blockN,
                        index(Processor::ThreadY), T::warpN);
-        emitWarpTile(b, loc, p, row, col, kEnd);
+        FragmentAccess access{
+            b, loc,
+            batchSizes.empty()
+                ? SmallVector<Value>{}
+                : batchIndices(b, loc, index(Processor::BlockZ), batchSizes)};
+        emitWarpTile(access, p, row, col, kEnd);
       });
   loop->setAttr(kWarpTilesAttr, b.getDenseI64ArrayAttr(processors));
 }
@@ -242,10 +311,14 @@ void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
   auto apply = [&](AffineExpr e, OpFoldResult x) {
     return affine::makeComposedFoldedAffineApply(rewriter, loc, e, {x});
   };
-  OpFoldResult m = memref::getMixedSize(rewriter, loc, p.c, 0);
-  OpFoldResult n = memref::getMixedSize(rewriter, loc, p.c, 1);
-  OpFoldResult k =
-      memref::getMixedSize(rewriter, loc, p.a, p.transposedA ? 0 : 1);
+  unsigned batch = p.batchRank;
+  SmallVector<OpFoldResult> batchSizes;
+  for (unsigned d = 0; d < batch; ++d)
+    batchSizes.push_back(memref::getMixedSize(rewriter, loc, p.c, d));
+  OpFoldResult m = memref::getMixedSize(rewriter, loc, p.c, batch);
+  OpFoldResult n = memref::getMixedSize(rewriter, loc, p.c, batch + 1);
+  OpFoldResult k = memref::getMixedSize(rewriter, loc, p.a,
+                                        batch + (p.transposedA ? 0 : 1));
   OpFoldResult blocksM = apply(d0.floorDiv(T::blockM), m);
   OpFoldResult blocksN = apply(d0.floorDiv(T::blockN), n);
   OpFoldResult kWhole = apply(d0.floorDiv(T::fragK) * T::fragK, k);
@@ -255,7 +328,7 @@ void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
   OpFoldResult nWhole = apply(d0.floorDiv(T::blockN) * T::blockN, n);
   OpFoldResult zero = rewriter.getIndexAttr(0);
 
-  emitKernel(rewriter, loc, p, blocksM, blocksN,
+  emitKernel(rewriter, loc, p, batchSizes, blocksM, blocksN,
              getValueOrCreateConstantIndexOp(rewriter, loc, kWhole));
   Range mAll{zero, m}, nAll{zero, n};
   Range kFirst{zero, kWhole};
@@ -274,6 +347,8 @@ struct GpuTensorCoreProductsPass
     SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
     getOperation().walk([&](linalg::LinalgOp op) {
       std::optional<MatmulOperands> p = matchMatmul(op);
+      if (!p)
+        p = matchBatchedMatmul(op);
       // The views replace A, B and C by position: each must be its own
       // operand.
       if (p && !p->scales && op->getNumOperands() == 3 && p->a != p->b &&

@@ -194,6 +194,44 @@ std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
   return operands;
 }
 
+std::optional<MatmulOperands> matchBatchedMatmul(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->batch.empty() || dims->m.size() != 1 ||
+      dims->n.size() != 1 || dims->k.size() != 1)
+    return std::nullopt;
+  unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
+  MatmulOperands operands;
+  operands.a = op.getDpsInputOperand(0)->get();
+  operands.b = op.getDpsInputOperand(1)->get();
+  operands.c = op.getDpsInitOperand(0)->get();
+  operands.batchRank = dims->batch.size();
+  for (Value v : {operands.a, operands.b, operands.c})
+    if (!isF32Memref(v, operands.batchRank + 2) || !hasUnitInnerStride(v))
+      return std::nullopt;
+  // The batch loops first in every operand, then the two of the matrix.
+  auto isBatchThen = [&](AffineMap map, unsigned first, unsigned second) {
+    SmallVector<unsigned> want(dims->batch.begin(), dims->batch.end());
+    want.append({first, second});
+    return isDims(map, want);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (!isBatchThen(maps[2], m, n))
+    return std::nullopt;
+  if (isBatchThen(maps[0], k, m))
+    operands.transposedA = true;
+  else if (!isBatchThen(maps[0], m, k))
+    return std::nullopt;
+  if (isBatchThen(maps[1], n, k))
+    operands.transposedB = true;
+  else if (!isBatchThen(maps[1], k, n))
+    return std::nullopt;
+  return operands;
+}
+
 std::optional<Epilogue> matchEpilogue(linalg::GenericOp op, Value c) {
   if (!op.hasPureBufferSemantics() || op.getNumLoops() != 2 ||
       op.getNumDpsInits() != 1 ||

@@ -31,6 +31,9 @@ struct MatmulOperands {
   /// The elements of a row of B per scale (a constant, so that finding a
   /// vector's scale is a shift, not a division).
   int64_t scaleBlock = 0;
+  /// The leading dimensions A, B and C share, one product each
+  /// (matchBatchedMatmul; 0 for a 2-D product).
+  unsigned batchRank = 0;
 
   bool lowPrecisionB() const {
     return !llvm::cast<mlir::MemRefType>(b.getType()).getElementType().isF32();
@@ -44,6 +47,13 @@ struct MatmulOperands {
 /// C[m, n] += A[m, k] * extf(B[n, k]), or * (sitofp(B[n, k]) * S[n, k /
 /// block])).
 std::optional<MatmulOperands> matchMatmul(mlir::linalg::LinalgOp op);
+
+/// A batch of f32 products C[b..., m, n] += A[b..., m, k] * B[b..., k, n]
+/// (A's or B's last two dimensions either way round) with buffer semantics,
+/// b... the same leading loops of all three operands in the same order
+/// (attention's products over [B, H, T, S] when materialised), every
+/// operand with a unit innermost stride. 2-D products are matchMatmul's.
+std::optional<MatmulOperands> matchBatchedMatmul(mlir::linalg::LinalgOp op);
 
 /// An element-wise op `out[m, n] = f(C[m, n], e1, ..., en)` over the product
 /// C: a 2-D all-parallel linalg.generic on buffers reading C once through
