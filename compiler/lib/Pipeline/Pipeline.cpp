@@ -150,9 +150,10 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
 /// attn-opt to loops for the GPU: as on the CPU up to the arena plan, with
 /// attention over its whole score matrix; then matrix products become
 /// warp-tiled kernels for the tensor cores (`tensorCores`, --precision
-/// tf32), every other linalg op a parallel loop nest and each outermost one
-/// a kernel, launched in order on one stream (the host waits only where it
-/// reads a device value and at the end of each function).
+/// tf32) and products of few rows partial sums, every other linalg op a
+/// parallel loop nest and each outermost one a kernel, launched in order on
+/// one stream (the host waits only where it reads a device value and at the
+/// end of each function).
 static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
                                   bool tensorCores) {
   addLinalgOnBuffers(pm, /*gpu=*/true);
@@ -160,6 +161,9 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
   pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
   if (tensorCores)
     pm.addNestedPass<func::FuncOp>(createAttnGpuTensorCoreProducts());
+  // After the tensor cores' pass: the rows its blocks leave are products of
+  // few rows too.
+  pm.addNestedPass<func::FuncOp>(createAttnGpuFewRowProducts());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());

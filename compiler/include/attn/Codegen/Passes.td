@@ -267,6 +267,25 @@ def AttnGpuTensorCoreProducts
                            "::mlir::vector::VectorDialect"];
 }
 
+def AttnGpuFewRowProducts
+    : Pass<"attn-gpu-few-row-products", "::mlir::func::FuncOp"> {
+  let summary = "Products of few rows (decoding) as partial sums over 32 "
+                "interleaved slices of K (GPU target)";
+  let description = [{
+    Input: linalg on buffers (GPU target). A 2-D f32 product
+    C[M, N] += A[M, K] * B[N, K] with N static and K a static multiple of
+    32 gets a branch on M: at most 16 rows (a decoding step's) compute
+    P[m, n, c] = sum_i A[m, 32 i + c] * B[n, 32 i + c] into a temporary and
+    then C[m, n] += sum_c P[m, n, c], so that the generic kernels have
+    32 M N threads and a warp reads consecutive elements of a row of B;
+    more rows run the product as it was.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def AttnGpuMmaSync : Pass<"attn-gpu-mma-sync", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Warp-level vector contractions to nvgpu.mma.sync, f32 "
                 "operands as TF32";
