@@ -35,7 +35,9 @@ Timing: the median of REPS runs after a warm-up, each synchronised
 attnc's runtime takes host tensors: its figures include copying the inputs
 in and the (scalar or per-token) results out, which PyTorch's, on tensors
 already on the device, do not. --quick shrinks every size for a trial run
-(`--target cuda-on-host` and `--device cpu` check the script without a GPU).
+(`prepare --target cuda-on-host --gpt2-precisions f32` and `run --device
+cpu` check the script without a GPU; the host's lowering of a tf32
+gpt2_small's warp-level code takes over 10 minutes and 7 GB).
 """
 
 import argparse
@@ -120,7 +122,7 @@ def prepare(args):
     shutil.copy(os.path.abspath(__file__), args.out)
     shutil.copy(os.path.join(HERE, "bench.py"), args.out)
     gpt2 = os.path.join(ROOT, "models", "gpt2_small.tfm")
-    for precision in PRECISIONS:
+    for precision in args.gpt2_precisions.split(","):
         print(f"building gpt2_small ({precision} products)", flush=True)
         build_driver(args, gpt2_name(precision), gpt2, args.out, precision)
     for d, mask in ATTENTION:
@@ -380,6 +382,9 @@ def run(args):
     rows = []
 
     for precision in PRECISIONS:
+        if not os.path.exists(os.path.join(args.dir, gpt2_name(precision))):
+            print(f"gpt2_small ({precision}): not built (prepare --gpt2-precisions)")
+            continue
         allow_tf32(torch, precision == "tf32")
         rows += gpt2_rows(torch, args, sizes, timer, precision)
     allow_tf32(torch, False)
@@ -424,6 +429,9 @@ def main():
     prep.add_argument("--build", default=os.path.join(ROOT, "build"))
     prep.add_argument("--attnc")
     prep.add_argument("--target", default="cuda")
+    prep.add_argument("--gpt2-precisions", default="f32,tf32",
+                      help="gpt2_small's builds (a cuda-on-host trial: f32 alone, since "
+                      "the host's lowering of the tensor cores' warp code takes long)")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--device", default="cuda")

@@ -11,6 +11,8 @@ shift 2 2>/dev/null || shift $#
 mkdir -p "$out" /tmp/gpu-unit
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
   --format=csv 2>&1 | tee "$out/gpu.txt"
+# A bundle unpacked before (another pack's) would add its models to this run.
+rm -rf /tmp/gpu-bundle /tmp/gpu-bench
 python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall('/tmp')" \
   "$pack/bundle.tar.xz" || exit 1
 (cd /tmp/gpu-unit && "$pack/attn-runtime-cuda") > "$out/unit.txt" 2>&1

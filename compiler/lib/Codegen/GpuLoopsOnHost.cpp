@@ -2,8 +2,9 @@
 //
 // `attn-gpu-loops-on-host`: after attn-gpu-map-loops, the device's
 // allocations, frees and copies become the host's, so that the CPU's
-// lowering runs the mapped loops in order (a warp's loop of lanes once,
-// GpuWarpTiles.h). Used by the `cuda-on-host` target, which tests the GPU target's loop structure on any machine.
+// lowering runs the mapped loops in order (a kernel written per warp with
+// one lane, GpuWarpTiles.h). Used by the `cuda-on-host` target, which tests
+// the GPU target's loop structure on any machine.
 //
 //===----------------------------------------------------------------------===//
 

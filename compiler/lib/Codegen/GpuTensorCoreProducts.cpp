@@ -3,8 +3,9 @@
 // The GPU target's `--precision tf32`, in two passes:
 //
 // - `attn-gpu-tensor-core-products` (on buffers, before linalg becomes
-//   loops): each 2-D f32 matrix product C += A B (matchMatmul: A stored
-//   [M, K] or [K, M], B [K, N] or [N, K]) becomes a kernel over the part of
+//   loops): each f32 matrix product C += A B (matchMatmul: A stored [M, K]
+//   or [K, M], B [K, N] or [N, K]; matchBatchedMatmul: batches of them,
+//   the batch a dimension of blocks) becomes a kernel over the part of
 //   C that whole block tiles cover, with K taken in whole steps of 8, and
 //   linalg products on views for the rest (the rows below the last whole
 //   tile, the columns right of it, the last K mod 8 terms), which become
@@ -29,7 +30,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

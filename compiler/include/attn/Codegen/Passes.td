@@ -310,7 +310,9 @@ def AttnGpuLoopsOnHost : Pass<"attn-gpu-loops-on-host", "::mlir::func::FuncOp"> 
     Input: the output of `attn-gpu-map-loops`. Device allocations, frees and
     copies become host ones (`memref.alloc`, `memref.dealloc`,
     `memref.copy`); the parallel loops mapped to blocks and threads are left
-    for the CPU's lowering, which runs them in order. The target
+    for the CPU's lowering, which runs them in order (a kernel written per
+    warp, `attn.warp_tiles`, with one lane: its body does the whole warp's
+    work). The target
     `cuda-on-host` compiles a model this way, so that the GPU target's loop
     structure (what runs where, in which order, reading which buffers) is
     checked numerically on any machine; the kernels' own code generation
