@@ -612,10 +612,15 @@ std::optional<LogicalResult> Evaluator::evaluateRandomOp(Operation *op,
         setAttentionDropout(attention, op, attentionRowElements(q, k),
                             sdpaOp.getDropout(), sdpaOp.getSeed(),
                             sdpaOp.getStream(), frame);
+        // The output before a result is stored: storing one may move the
+        // frame's values, q, k and v included.
+        llvm::Expected<Tensor> output = sdpa(q, k, v, attention);
+        if (!output)
+          return e.store(sdpaOp.getResult(), std::move(output));
         if (Value logsumexp = sdpaOp.getLogsumexp())
           if (failed(e.store(logsumexp, sdpaLogsumexp(q, k, v, attention))))
             return failure();
-        return e.store(sdpaOp.getResult(), sdpa(q, k, v, attention));
+        return e.store(sdpaOp.getResult(), std::move(output));
       })
       .Case([&](SdpaGradOp grad) -> LogicalResult {
         if (options.training && !grad.getSeed() &&
