@@ -94,7 +94,8 @@ void emitPartialSums(OpBuilder &b, Location loc, const MatmulOperands &p) {
       [](OpBuilder &b, Location loc, ValueRange args) {
         Value product = arith::MulFOp::create(b, loc, args[0], args[1]);
         linalg::YieldOp::create(
-            b, loc, ValueRange{arith::AddFOp::create(b, loc, args[2], product)});
+            b, loc,
+            ValueRange{arith::AddFOp::create(b, loc, args[2], product)});
       });
   linalg::GenericOp::create(
       b, loc, ValueRange{partial}, ValueRange{p.c},
@@ -103,7 +104,8 @@ void emitPartialSums(OpBuilder &b, Location loc, const MatmulOperands &p) {
       ArrayRef<utils::IteratorType>{par, par, red},
       [](OpBuilder &b, Location loc, ValueRange args) {
         linalg::YieldOp::create(
-            b, loc, ValueRange{arith::AddFOp::create(b, loc, args[1], args[0])});
+            b, loc,
+            ValueRange{arith::AddFOp::create(b, loc, args[1], args[0])});
       });
   memref::DeallocOp::create(b, loc, partial);
 }
@@ -111,7 +113,7 @@ void emitPartialSums(OpBuilder &b, Location loc, const MatmulOperands &p) {
 /// Whether `p` is a product this pass rewrites: B stored [N, K] with N
 /// static, K a static multiple of kSlices, A [M, K].
 bool takesPartialSums(const MatmulOperands &p) {
-  return p.transposedB && !p.transposedA && p.batchRank == 0 && !p.scales &&
+  return p.transposedB && !p.transposedA && !p.lowPrecisionB() &&
          !ShapedType::isDynamic(
              cast<MemRefType>(p.b.getType()).getDimSize(0)) &&
          succeeded(slicedType(p.a)) && succeeded(slicedType(p.b));

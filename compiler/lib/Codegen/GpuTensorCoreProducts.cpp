@@ -32,6 +32,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
@@ -61,11 +62,6 @@ struct Tiles {
 struct Range {
   OpFoldResult offset, size;
 };
-
-bool isZero(OpFoldResult value) {
-  std::optional<int64_t> constant = getConstantIntValue(value);
-  return constant && *constant == 0;
-}
 
 Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
@@ -98,7 +94,7 @@ Value view(OpBuilder &b, Location loc, Value memref, unsigned batchRank,
 /// `op` (C += A B) restricted to rows `m`, columns `n` and terms `k`.
 void productOnViews(RewriterBase &rewriter, linalg::LinalgOp op,
                     const MatmulOperands &p, Range m, Range n, Range k) {
-  if (isZero(m.size) || isZero(n.size) || isZero(k.size))
+  if (isZeroInteger(m.size) || isZeroInteger(n.size) || isZeroInteger(k.size))
     return;
   Location loc = op.getLoc();
   unsigned batch = p.batchRank;
@@ -146,8 +142,8 @@ struct FragmentAccess {
   }
 
   void write(Value fragment, Value memref, Value row, Value col) {
-    vector::TransferWriteOp::create(b, loc, fragment, memref,
-                                    indices(row, col), map(memref, false),
+    vector::TransferWriteOp::create(b, loc, fragment, memref, indices(row, col),
+                                    map(memref, false),
                                     ArrayRef<bool>{true, true});
   }
 };
@@ -176,17 +172,17 @@ void emitWarpTile(FragmentAccess &access, const MatmulOperands &p, Value row,
 
   AffineExpr m = getAffineDimExpr(0, context), n = getAffineDimExpr(1, context),
              k = getAffineDimExpr(2, context);
-  ArrayAttr maps = b.getAffineMapArrayAttr(
-      {AffineMap::get(3, 0, {m, k}, context),
-       AffineMap::get(3, 0, {n, k}, context),
-       AffineMap::get(3, 0, {m, n}, context)});
+  ArrayAttr maps =
+      b.getAffineMapArrayAttr({AffineMap::get(3, 0, {m, k}, context),
+                               AffineMap::get(3, 0, {n, k}, context),
+                               AffineMap::get(3, 0, {m, n}, context)});
   auto iterator = [&](vector::IteratorType type) -> Attribute {
     return vector::IteratorTypeAttr::get(context, type);
   };
-  ArrayAttr iterators = b.getArrayAttr(
-      {iterator(vector::IteratorType::parallel),
-       iterator(vector::IteratorType::parallel),
-       iterator(vector::IteratorType::reduction)});
+  ArrayAttr iterators =
+      b.getArrayAttr({iterator(vector::IteratorType::parallel),
+                      iterator(vector::IteratorType::parallel),
+                      iterator(vector::IteratorType::reduction)});
 
   auto terms = scf::ForOp::create(
       b, loc, constantIndex(b, loc, 0), kEnd, constantIndex(b, loc, T::fragK),
@@ -204,8 +200,7 @@ void emitWarpTile(FragmentAccess &access, const MatmulOperands &p, Value row,
         for (auto [i, a] : llvm::enumerate(as))
           for (auto [j, bf] : llvm::enumerate(bs))
             next.push_back(vector::ContractionOp::create(
-                nested, loc, a, bf, sums[i * bs.size() + j], maps,
-                iterators));
+                nested, loc, a, bf, sums[i * bs.size() + j], maps, iterators));
         scf::YieldOp::create(nested, loc, next);
       });
   for (auto [i, r] : llvm::enumerate(rows))
@@ -232,8 +227,7 @@ SmallVector<Value> batchIndices(OpBuilder &b, Location loc, Value flat,
     indices.insert(indices.begin(),
                    affine::AffineApplyOp::create(
                        b, loc,
-                       AffineMap::get(1, symbols.size(), index,
-                                      b.getContext()),
+                       AffineMap::get(1, symbols.size(), index, b.getContext()),
                        operands));
     stride = stride * b.getAffineSymbolExpr(d);
   }
@@ -253,8 +247,7 @@ void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
   SmallVector<Value> uppers;
   SmallVector<int64_t> processors;
   auto addDim = [&](OpFoldResult upper, Processor processor) {
-    std::optional<int64_t> constant = getConstantIntValue(upper);
-    if (constant && *constant == 1)
+    if (isConstantIntValue(upper, 1))
       return;
     uppers.push_back(getValueOrCreateConstantIndexOp(b, loc, upper));
     processors.push_back(static_cast<int64_t>(processor));
@@ -276,8 +269,7 @@ void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
       [&](OpBuilder &b, Location loc, ValueRange ivs) {
         auto index = [&](Processor processor) {
           auto it = llvm::find(processors, static_cast<int64_t>(processor));
-          return it == processors.end() ? zero
-                                        : ivs[it - processors.begin()];
+          return it == processors.end() ? zero : ivs[it - processors.begin()];
         };
         AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
         auto at = [&](Value blockIndex, int64_t blockSize, Value warpIndex,
@@ -317,12 +309,12 @@ void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
     batchSizes.push_back(memref::getMixedSize(rewriter, loc, p.c, d));
   OpFoldResult m = memref::getMixedSize(rewriter, loc, p.c, batch);
   OpFoldResult n = memref::getMixedSize(rewriter, loc, p.c, batch + 1);
-  OpFoldResult k = memref::getMixedSize(rewriter, loc, p.a,
-                                        batch + (p.transposedA ? 0 : 1));
+  OpFoldResult k =
+      memref::getMixedSize(rewriter, loc, p.a, batch + (p.transposedA ? 0 : 1));
   OpFoldResult blocksM = apply(d0.floorDiv(T::blockM), m);
   OpFoldResult blocksN = apply(d0.floorDiv(T::blockN), n);
   OpFoldResult kWhole = apply(d0.floorDiv(T::fragK) * T::fragK, k);
-  if (isZero(blocksM) || isZero(blocksN) || isZero(kWhole))
+  if (isZeroInteger(blocksM) || isZeroInteger(blocksN) || isZeroInteger(kWhole))
     return;
   OpFoldResult mWhole = apply(d0.floorDiv(T::blockM) * T::blockM, m);
   OpFoldResult nWhole = apply(d0.floorDiv(T::blockN) * T::blockN, n);
@@ -351,8 +343,8 @@ struct GpuTensorCoreProductsPass
         p = matchBatchedMatmul(op);
       // The views replace A, B and C by position: each must be its own
       // operand.
-      if (p && !p->scales && op->getNumOperands() == 3 && p->a != p->b &&
-          p->a != p->c && p->b != p->c)
+      if (p && !p->lowPrecisionB() && p->a != p->b && p->a != p->c &&
+          p->b != p->c)
         products.emplace_back(op, *p);
     });
     IRRewriter rewriter(&getContext());
@@ -362,11 +354,27 @@ struct GpuTensorCoreProductsPass
 };
 
 struct GpuMmaSyncPass : impl::AttnGpuMmaSyncBase<GpuMmaSyncPass> {
+  /// MLIR's preparation of contractions for mma.sync, and every registered
+  /// op's canonicalisation (the clean-up after the conversion), built once.
+  FrozenRewritePatternSet prepare, cleanup;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    RewritePatternSet prepareSet(context), cleanupSet(context);
+    populatePrepareVectorToMMAPatterns(prepareSet, /*useNvGpu=*/true);
+    for (RegisteredOperationName name : context->getRegisteredOperations())
+      name.getCanonicalizationPatterns(cleanupSet, context);
+    prepare = std::move(prepareSet);
+    cleanup = std::move(cleanupSet);
+    return success();
+  }
+
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<gpu::GPUFuncOp>()) {
-      bool contracts = kernel->walk([](vector::ContractionOp) {
-                               return WalkResult::interrupt();
-                             }).wasInterrupted();
+      bool contracts = kernel
+                           ->walk([](vector::ContractionOp) {
+                             return WalkResult::interrupt();
+                           })
+                           .wasInterrupted();
       if (contracts && failed(convertKernel(kernel)))
         return signalPassFailure();
     }
@@ -377,20 +385,14 @@ struct GpuMmaSyncPass : impl::AttnGpuMmaSyncBase<GpuMmaSyncPass> {
   /// included, and fails on those.
   LogicalResult convertKernel(gpu::GPUFuncOp kernel) {
     Operation *root = kernel;
-    RewritePatternSet patterns(&getContext());
-    populatePrepareVectorToMMAPatterns(patterns, /*useNvGpu=*/true);
-    if (failed(applyPatternsGreedily(root, std::move(patterns))))
+    if (failed(applyPatternsGreedily(root, prepare)))
       return failure();
     IRRewriter rewriter(&getContext());
     if (failed(convertVectorToNVVMCompatibleMMASync(rewriter, root)))
       return failure();
     // The conversion leaves the warp-level ops it replaced, dead, and the
     // loop's old accumulators beside the new ones.
-    RewritePatternSet cleanup(&getContext());
-    for (RegisteredOperationName name :
-         getContext().getRegisteredOperations())
-      name.getCanonicalizationPatterns(cleanup, &getContext());
-    if (failed(applyPatternsGreedily(root, std::move(cleanup))))
+    if (failed(applyPatternsGreedily(root, cleanup)))
       return failure();
     // A contraction left as it was would run whole in every lane, each
     // lane adding its own copy of the product into C.
@@ -403,9 +405,7 @@ struct GpuMmaSyncPass : impl::AttnGpuMmaSyncBase<GpuMmaSyncPass> {
     // The tensor cores take an f32 operand's sign, exponent and leading 10
     // mantissa bits (TF32).
     root->walk([](nvgpu::MmaSyncOp mma) {
-      if (cast<VectorType>(mma.getMatrixA().getType())
-              .getElementType()
-              .isF32())
+      if (cast<VectorType>(mma.getMatrixA().getType()).getElementType().isF32())
         mma.setTf32Enabled(true);
     });
     return success();

@@ -135,8 +135,9 @@ std::optional<MatmulOperands> matchLowPrecisionMatmul(linalg::GenericOp op) {
     return std::nullopt;
   if (operands.scales) {
     auto kBlock = dyn_cast<AffineBinaryOpExpr>(maps[2].getResult(1));
-    if (maps[2].getNumResults() != 2 || !isDims(maps[2].getMajorSubMap(1), {1}) ||
-        !kBlock || kBlock.getKind() != AffineExprKind::FloorDiv ||
+    if (maps[2].getNumResults() != 2 ||
+        !isDims(maps[2].getMajorSubMap(1), {1}) || !kBlock ||
+        kBlock.getKind() != AffineExprKind::FloorDiv ||
         kBlock.getLHS() != getAffineDimExpr(2, op.getContext()) ||
         !isa<AffineConstantExpr>(kBlock.getRHS()))
       return std::nullopt;
@@ -156,52 +157,19 @@ std::optional<MatmulOperands> matchLowPrecisionMatmul(linalg::GenericOp op) {
   return operands;
 }
 
-} // namespace
-
-std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
-  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
-    if (std::optional<MatmulOperands> operands =
-            matchLowPrecisionMatmul(generic))
-      return operands;
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
-      !linalg::isaContractionOpInterface(op))
-    return std::nullopt;
-  FailureOr<linalg::ContractionDimensions> dims =
-      linalg::inferContractionDims(op);
-  if (failed(dims) || !dims->batch.empty() || dims->m.size() != 1 ||
-      dims->n.size() != 1 || dims->k.size() != 1)
-    return std::nullopt;
-  unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  MatmulOperands operands;
-  operands.a = op.getDpsInputOperand(0)->get();
-  operands.b = op.getDpsInputOperand(1)->get();
-  operands.c = op.getDpsInitOperand(0)->get();
-  for (Value v : {operands.a, operands.b, operands.c})
-    if (!isF32Memref(v, 2) || !hasUnitInnerStride(v))
-      return std::nullopt;
-  if (!isDims(maps[2], {m, n}))
-    return std::nullopt;
-  if (isDims(maps[0], {k, m}))
-    operands.transposedA = true;
-  else if (!isDims(maps[0], {m, k}))
-    return std::nullopt;
-  if (isDims(maps[1], {n, k}))
-    operands.transposedB = true;
-  else if (!isDims(maps[1], {k, n}))
-    return std::nullopt;
-  return operands;
-}
-
-std::optional<MatmulOperands> matchBatchedMatmul(linalg::LinalgOp op) {
+/// An f32 product C[b..., m, n] += A[b..., m, k] * B[b..., k, n] (A's or
+/// B's last two dimensions either way round) with buffer semantics, named
+/// or generic, b... the same leading loops of all three operands in the
+/// same order (none for a 2-D product), every operand with a unit
+/// innermost stride.
+std::optional<MatmulOperands> matchContraction(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
     return std::nullopt;
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
-  if (failed(dims) || dims->batch.empty() || dims->m.size() != 1 ||
-      dims->n.size() != 1 || dims->k.size() != 1)
+  if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
+      dims->k.size() != 1)
     return std::nullopt;
   unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
   MatmulOperands operands;
@@ -232,10 +200,29 @@ std::optional<MatmulOperands> matchBatchedMatmul(linalg::LinalgOp op) {
   return operands;
 }
 
+} // namespace
+
+std::optional<MatmulOperands> matchMatmul(linalg::LinalgOp op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    if (std::optional<MatmulOperands> operands =
+            matchLowPrecisionMatmul(generic))
+      return operands;
+  std::optional<MatmulOperands> operands = matchContraction(op);
+  if (!operands || operands->batchRank != 0)
+    return std::nullopt;
+  return operands;
+}
+
+std::optional<MatmulOperands> matchBatchedMatmul(linalg::LinalgOp op) {
+  std::optional<MatmulOperands> operands = matchContraction(op);
+  if (!operands || operands->batchRank == 0)
+    return std::nullopt;
+  return operands;
+}
+
 std::optional<Epilogue> matchEpilogue(linalg::GenericOp op, Value c) {
   if (!op.hasPureBufferSemantics() || op.getNumLoops() != 2 ||
-      op.getNumDpsInits() != 1 ||
-      op.getNumParallelLoops() != op.getNumLoops())
+      op.getNumDpsInits() != 1 || op.getNumParallelLoops() != op.getNumLoops())
     return std::nullopt;
   Epilogue epilogue;
   epilogue.op = op;
