@@ -11,7 +11,15 @@ no LLVM:
       causal and not) and the products of gpt2_small's layers (f32 and
       tf32) compiled for the target, and copies this script beside them.
   bench_gpu.py run --dir DIR [--device cuda|cpu] [--quick]
-      times, in this order and in one process tree:
+      times, in this order (the quickest first, so that a run cut short
+      keeps the most rows; each row is printed as it is measured) and in
+      one process tree:
+      - the products of gpt2_small's layers at B x T = 8192 rows, f32 and
+        TF32: attnc's `loss` of sum(x @ W^T) on two parameters (device
+        resident, a scalar out) against torch.sum(x @ w.t()) (cuBLAS);
+      - attention forward + backward, B=1, H=12 (H=6 at D=128), T = 1k..8k,
+        causal and not: attnc's `loss_grad` of sum(attention(q, k, v))
+        against F.scaled_dot_product_attention's forward and backward;
       - gpt2_small, B=8, T=1024: the training step (AdamW, clipping, as
         compiled) and forward + loss (the `loss` entry, a scalar out);
         PyTorch eager (F.scaled_dot_product_attention) and torch.compile on
@@ -21,13 +29,7 @@ no LLVM:
         cache; PyTorch: its own key/value cache);
       - the same three with attnc's `--precision tf32` build against PyTorch
         with TF32 matrix products allowed
-        (torch.backends.cuda.matmul.allow_tf32), the same precision;
-      - the products of gpt2_small's layers at B x T = 8192 rows, f32 and
-        TF32: attnc's `loss` of sum(x @ W^T) on two parameters (device
-        resident, a scalar out) against torch.sum(x @ w.t()) (cuBLAS);
-      - attention forward + backward, B=1, H=12 (H=6 at D=128), T = 1k..8k,
-        causal and not: attnc's `loss_grad` of sum(attention(q, k, v))
-        against F.scaled_dot_product_attention's forward and backward.
+        (torch.backends.cuda.matmul.allow_tf32), the same precision.
       Prints a markdown table; exits 1 when no GPU answers.
 
 Timing: the median of REPS runs after a warm-up, each synchronised
@@ -41,7 +43,6 @@ gpt2_small's warp-level code takes over 10 minutes and 7 GB).
 """
 
 import argparse
-import json
 import math
 import os
 import shutil
@@ -311,7 +312,28 @@ def attention_flops(h, t, d, mask, backward):
     return f * (3.5 if backward else 1.0)
 
 
-def gpt2_rows(torch, args, sizes, timer, precision):
+class Table:
+    """The report's rows, each printed as it is measured, so that a run cut
+    short by the GPU machine's time limit still shows what it measured."""
+    HEADER = ["| what | attnc ms | PyTorch eager ms | torch.compile ms | attnc / eager | attnc |",
+              "|---|---|---|---|---|---|"]
+
+    def __init__(self):
+        self.lines = list(self.HEADER)
+        print("\n".join(self.HEADER), flush=True)
+
+    def add(self, what, attnc_s, eager_s, compile_s, note):
+        ms = lambda s: "-" if s is None else f"{s * 1e3:.2f}"
+        line = (f"| {what} | {ms(attnc_s)} | {ms(eager_s)} | {ms(compile_s)} | "
+                f"{eager_s / attnc_s:.2f}x | {note} |")
+        self.lines.append(line)
+        print(line, flush=True)
+
+    def text(self):
+        return "\n".join(self.lines)
+
+
+def gpt2_rows(torch, args, sizes, timer, precision, table):
     """gpt2_small's train step, forward + loss and decoding step, attnc's
     build with `precision` products against PyTorch at the same precision."""
     exe = os.path.join(args.dir, gpt2_name(precision))
@@ -335,21 +357,18 @@ def gpt2_rows(torch, args, sizes, timer, precision):
     decode_eager = ref["generate_eager"] / sizes["new"]
     print(f"gpt2_small ({precision}) loss on the batch: attnc {attnc_loss:.6f}, "
           f"PyTorch {ref['loss_value']:.6f}", flush=True)
-    rows = []
     for what, key in (("train step", "train"), ("forward + loss", "forward")):
-        row = [f"gpt2_small {what}, B={b} T={t}, {precision}", attnc[key],
-               ref[f"{key}_eager"], ref.get(f"{key}_compile")]
-        rows.append(row + [f"{b * t / attnc[key]:,.0f} tokens/s"])
-    rows.append([f"gpt2_small decode step (after {sizes['prompt']} tokens), {precision}",
-                 attnc["decode"], decode_eager, None, f"{1 / attnc['decode']:,.1f} tokens/s"])
-    return rows
+        table.add(f"gpt2_small {what}, B={b} T={t}, {precision}", attnc[key],
+                  ref[f"{key}_eager"], ref.get(f"{key}_compile"),
+                  f"{b * t / attnc[key]:,.0f} tokens/s")
+    table.add(f"gpt2_small decode step (after {sizes['prompt']} tokens), {precision}",
+              attnc["decode"], decode_eager, None, f"{1 / attnc['decode']:,.1f} tokens/s")
 
 
-def product_rows(torch, args, sizes, timer, precision):
+def product_rows(torch, args, sizes, timer, precision, table):
     """The products of gpt2_small's layers: attnc's sum(x @ W^T) of two
     parameters against PyTorch's on the same shapes."""
     m = sizes["product_rows"]
-    rows = []
     for what, n, k in PRODUCTS:
         if args.quick and what == "logits":
             continue
@@ -363,9 +382,8 @@ def product_rows(torch, args, sizes, timer, precision):
         w = torch.randn(n, k, device=args.device, generator=g) * 0.02
         torch_s = timer.median(lambda: torch.sum(x @ w.t()))
         tflops = 2 * m * n * k / attnc_s / 1e12
-        rows.append([f"product {what} {m}x{k} @ {k}x{n}, {precision}", attnc_s, torch_s,
-                     None, f"{tflops:.2f} TFLOP/s"])
-    return rows
+        table.add(f"product {what} {m}x{k} @ {k}x{n}, {precision}", attnc_s, torch_s,
+                  None, f"{tflops:.2f} TFLOP/s")
 
 
 def run(args):
@@ -381,14 +399,12 @@ def run(args):
     timer = Timer(torch, args.device, args.reps)
     name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     print(f"device: {name}; PyTorch {torch.__version__}", flush=True)
-    rows = []
+    table = Table()
 
+    # The quickest first, so that a run cut short keeps the most rows.
     for precision in PRECISIONS:
-        if not os.path.exists(os.path.join(args.dir, gpt2_name(precision))):
-            print(f"gpt2_small ({precision}): not built (prepare --gpt2-precisions)")
-            continue
         allow_tf32(torch, precision == "tf32")
-        rows += gpt2_rows(torch, args, sizes, timer, precision)
+        product_rows(torch, args, sizes, timer, precision, table)
     allow_tf32(torch, False)
 
     for d, mask in ATTENTION:
@@ -401,25 +417,22 @@ def run(args):
             attnc_s = float(driver.ask(
                 f"call loss_grad {args.reps} {shape} {shape} {shape}")[0][1]) / args.reps
             tflops = attention_flops(h, t, d, mask, True) / attnc_s / 1e12
-            rows.append([f"attention fwd+bwd {mask}, D={d}, H={h}, T={t}", attnc_s, torch_s,
-                         None, f"{tflops:.2f} TFLOP/s"])
+            table.add(f"attention fwd+bwd {mask}, D={d}, H={h}, T={t}", attnc_s, torch_s,
+                      None, f"{tflops:.2f} TFLOP/s")
         driver.close()
 
     for precision in PRECISIONS:
+        if not os.path.exists(os.path.join(args.dir, gpt2_name(precision))):
+            print(f"gpt2_small ({precision}): not built (prepare --gpt2-precisions)")
+            continue
         allow_tf32(torch, precision == "tf32")
-        rows += product_rows(torch, args, sizes, timer, precision)
+        gpt2_rows(torch, args, sizes, timer, precision, table)
     allow_tf32(torch, False)
 
-    lines = ["| what | attnc ms | PyTorch eager ms | torch.compile ms | attnc / eager | attnc |",
-             "|---|---|---|---|---|---|"]
-    ms = lambda s: "-" if s is None else f"{s * 1e3:.2f}"
-    for what, a, e, c, note in rows:
-        lines.append(f"| {what} | {ms(a)} | {ms(e)} | {ms(c)} | {e / a:.2f}x | {note} |")
-    table = "\n".join(lines)
-    print("\n" + table)
+    print("\n" + table.text())
     if args.out:
         with open(os.path.join(args.out, "bench-gpu.md"), "w") as f:
-            f.write(f"device: {name}; PyTorch {torch.__version__}\n\n{table}\n")
+            f.write(f"device: {name}; PyTorch {torch.__version__}\n\n{table.text()}\n")
     return 0
 
 
