@@ -104,14 +104,17 @@ def attention_name(d, mask):
 
 # ------------------------------------------------------------------ prepare
 
-def build_driver(args, name, source, out, precision="f32"):
+def build_driver(args, name, source, out, precision="f32", model=None):
+    """Builds driver.c against `source` compiled for the target as the
+    executable `name`; `model` is the model's own name (its info symbol),
+    where the executable's differs."""
     obj = os.path.join(out, name + ".o")
     subprocess.run([args.attnc, "compile", source, "--target", args.target,
                     "--precision", precision, "-o", obj], check=True)
     cc = shutil.which("clang-22") or shutil.which("cc")
     subprocess.run([cc, "-O2", "-o", os.path.join(out, name), os.path.join(HERE, "driver.c"),
                     obj, os.path.join(args.build, "lib", "libattnrt.a"),
-                    f"-DMODEL_INFO={name}_model_info",
+                    f"-DMODEL_INFO={model or name}_model_info",
                     "-I", os.path.join(ROOT, "runtime", "include"), "-lm", "-lpthread", "-ldl"],
                    check=True)
     os.remove(obj)
@@ -125,7 +128,7 @@ def prepare(args):
     gpt2 = os.path.join(ROOT, "models", "gpt2_small.tfm")
     for precision in args.gpt2_precisions.split(","):
         print(f"building gpt2_small ({precision} products)", flush=True)
-        build_driver(args, gpt2_name(precision), gpt2, args.out, precision)
+        build_driver(args, gpt2_name(precision), gpt2, args.out, precision, "gpt2_small")
     for d, mask in ATTENTION:
         name = attention_name(d, mask)
         source = os.path.join(args.out, f"sdpa_{name}.tfm")
