@@ -11,12 +11,13 @@
 #   session.sh F32_PACK TF32_PACK OUT_DIR
 # The packs are pack.sh's; the benchmark travels in TF32_PACK (pack.sh's
 # BENCH_DIR). CHECK_LIMIT and BENCH_LIMIT (seconds) bound the two phases,
-# BENCH_ARGS is passed to bench_gpu.py run.
+# BENCH_ARGS is passed to bench_gpu.py run and TF32_ARGS to the tf32
+# checks' gpu_check.py run (e.g. --sanitize char_gpt).
 set -u
 f32=$(realpath "$1") tf32=$(realpath "$2") out=$3
 CHECK_LIMIT=${CHECK_LIMIT:-210} BENCH_LIMIT=${BENCH_LIMIT:-240}
-BENCH_ARGS=${BENCH_ARGS:-}
-export PYTHONUNBUFFERED=1
+BENCH_ARGS=${BENCH_ARGS:-} TF32_ARGS=${TF32_ARGS:-}
+export PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 # gpt2_small's PTX is JIT-compiled by the driver once, then read from its
 # cache by each later process: the default cache is too small for it.
 export CUDA_CACHE_MAXSIZE=4294967296
@@ -44,7 +45,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 echo "runtime-cuda unit test: exit $? (77: skipped)" >> "$logs/unit.txt"
 
 check f32 f32 &
-check tf32 tf32 &
+check tf32 tf32 $TF32_ARGS &
 check f32 held-out --models char_gpt --held-out --work "$run/held-out" &
 wait
 
