@@ -1,19 +1,33 @@
 // attn-gpu-map-loops turns sequential host loops around device work into
 // kernels where that is legal (GpuLoopRestructure.h): row loops around a
-// parallel loop become one kernel whose threads walk the rows, and a full
-// reduction into one element becomes partial sums across threads.
+// parallel loop become one kernel whose threads walk the rows, a full
+// reduction into one element becomes partial sums across threads, and a
+// reduction over many rows into few columns partial sums over slices of
+// the rows.
 // RUN: attnc-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-map-loops))' | FileCheck %s
 
-// A column sum (a bias's gradient): one kernel over the columns, each
-// thread adding the rows in order.
+// A column sum (a bias's gradient): 192 columns, so 256 slices of the rows.
+// Kernel 1, thread (s, j) with j the fastest: rows s, s + 256, ... of
+// column j; kernel 2, thread j: acc[j] plus the 256 partial sums in order.
 // CHECK-LABEL: func.func @column_sum
+// CHECK: %[[P:.*]] = gpu.alloc () : memref<256x192xf32>
 // CHECK: scf.parallel
 // CHECK: scf.parallel
-// CHECK: scf.for %{{.*}} = %c0 to %arg2 step %c1 {
-// CHECK: memref.load %arg0[%{{.*}}, %[[J:.*]]]
-// CHECK: memref.store %{{.*}}, %arg1[%[[J]]]
+// CHECK: %[[S:.*]] = arith.divsi %{{.*}}, %c192
+// CHECK: %[[FIRST:.*]] = arith.addi %c0, %{{.*}}
+// CHECK: %[[STEP:.*]] = arith.muli %c1, %c256
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to %arg2 step %[[STEP]] iter_args
+// CHECK: memref.load %arg0
+// CHECK: memref.store %{{.*}}, %[[P]][%[[S]], %{{.*}}]
 // CHECK: mapping = [#gpu.loop_dim_map<processor = thread_x
 // CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: %[[ACC:.*]] = memref.load %arg1[%[[J:.*]]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c256{{.*}} iter_args(%{{.*}} = %[[ACC]])
+// CHECK: memref.load %[[P]]
+// CHECK: memref.store %{{.*}}, %arg1[%[[J]]]
+// CHECK: gpu.dealloc %[[P]]
 // CHECK-NEXT: return
 func.func @column_sum(%x: memref<?x192xf32>, %acc: memref<192xf32>, %n: index) {
   %c0 = arith.constant 0 : index
@@ -31,12 +45,13 @@ func.func @column_sum(%x: memref<?x192xf32>, %acc: memref<192xf32>, %n: index) {
   return
 }
 
-// Rows of a [B, T, D] tensor: both row loops inside the one kernel.
+// Rows of a [B, T, D] tensor: both row loops inside the one kernel, the
+// inner one sliced.
 // CHECK-LABEL: func.func @nested_rows
-// CHECK: scf.parallel
-// CHECK: scf.parallel
-// CHECK: scf.for
-// CHECK-NEXT: scf.for
+// CHECK: gpu.alloc () : memref<256x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %arg2 step %c1 iter_args
+// CHECK-NEXT: scf.for %{{.*}} to %arg3 step %{{.*}} iter_args
+// CHECK: scf.for %{{.*}} to %c256
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @nested_rows(%x: memref<?x?x64xf32>, %acc: memref<64xf32>, %b: index, %t: index) {
@@ -123,6 +138,7 @@ func.func @same_element(%x: memref<?x4xf32>, %acc: memref<4xf32>, %n: index) {
 // CHECK: arith.mulf
 // CHECK: arith.addf %[[S]]
 // CHECK: memref.store %{{.*}}, %[[P]]
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c1{{.*}})
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c4096
 // CHECK: memref.load %[[P]]
 // CHECK: gpu.dealloc %[[P]]
@@ -137,6 +153,74 @@ func.func @sum_of_squares(%x: memref<?xf32>, %acc: memref<f64>) {
     %sq = arith.mulf %w, %w : f64
     %s = arith.addf %a, %sq : f64
     memref.store %s, %acc[] : memref<f64>
+  }
+  return
+}
+
+// A column maximum combines with maximumf from -inf; static rows cap the
+// slices at a quarter of them (64 rows: 16 slices).
+// CHECK-LABEL: func.func @column_max
+// CHECK: gpu.alloc () : memref<16x32xf32>
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: arith.maximumf
+// CHECK: scf.for %{{.*}} to %c16
+// CHECK: arith.maximumf
+func.func @column_max(%x: memref<64x32xf32>, %acc: memref<32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%j) = (%c0) to (%c32) step (%c1) {
+    scf.for %i = %c0 to %c64 step %c1 {
+      %a = memref.load %x[%i, %j] : memref<64x32xf32>
+      %b = memref.load %acc[%j] : memref<32xf32>
+      %m = arith.maximumf %b, %a : f32
+      memref.store %m, %acc[%j] : memref<32xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// Left as one kernel: rows too few to slice (8: at most 2 slices), columns
+// too many (a row reduction over 65,537 rows), and a product (the combine
+// of a subtraction is no accumulation).
+// CHECK-LABEL: func.func @not_split
+// CHECK-NOT: gpu.alloc
+// CHECK: return
+func.func @not_split(%x: memref<8x32xf32>, %acc: memref<32xf32>, %y: memref<65537x4xf32>, %rows: memref<65537xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c65537 = arith.constant 65537 : index
+  scf.parallel (%j) = (%c0) to (%c32) step (%c1) {
+    scf.for %i = %c0 to %c8 step %c1 {
+      %a = memref.load %x[%i, %j] : memref<8x32xf32>
+      %b = memref.load %acc[%j] : memref<32xf32>
+      %s = arith.addf %b, %a : f32
+      memref.store %s, %acc[%j] : memref<32xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%r) = (%c0) to (%c65537) step (%c1) {
+    scf.for %k = %c0 to %c4 step %c1 {
+      %a = memref.load %y[%r, %k] : memref<65537x4xf32>
+      %b = memref.load %rows[%r] : memref<65537xf32>
+      %s = arith.addf %b, %a : f32
+      memref.store %s, %rows[%r] : memref<65537xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%c32) step (%c1) {
+    scf.for %i = %c0 to %c32 step %c1 {
+      %a = memref.load %acc[%j] : memref<32xf32>
+      %b = memref.load %x[%c0, %j] : memref<8x32xf32>
+      %s = arith.subf %a, %b : f32
+      memref.store %s, %acc[%j] : memref<32xf32>
+    }
+    scf.reduce
   }
   return
 }

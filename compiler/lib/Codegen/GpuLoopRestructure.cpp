@@ -11,9 +11,12 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include "llvm/ADT/bit.h"
 
 using namespace mlir;
 
@@ -51,13 +54,13 @@ bool onlyReads(Operation *op) {
 LogicalResult collectAccesses(Region &region, SmallVectorImpl<Access> &out) {
   WalkResult result = region.walk([&](Operation *op) {
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      out.push_back({load.getMemRef(), llvm::to_vector(load.getIndices()),
-                     false});
+      out.push_back(
+          {load.getMemRef(), llvm::to_vector(load.getIndices()), false});
       return WalkResult::advance();
     }
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      out.push_back({store.getMemRef(), llvm::to_vector(store.getIndices()),
-                     true});
+      out.push_back(
+          {store.getMemRef(), llvm::to_vector(store.getIndices()), true});
       return WalkResult::advance();
     }
     if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
@@ -134,7 +137,8 @@ FailureOr<scf::ParallelOp> interchangeRowLoop(RewriterBase &rewriter,
   Operation *last = body->getTerminator()->getPrevNode();
   // Nested row loops (rows of a [B, T, D] tensor) from the inside out.
   if (auto inner = dyn_cast_or_null<scf::ForOp>(last))
-    if (FailureOr<scf::ParallelOp> columns = interchangeRowLoop(rewriter, inner);
+    if (FailureOr<scf::ParallelOp> columns =
+            interchangeRowLoop(rewriter, inner);
         succeeded(columns))
       last = *columns;
   auto par = dyn_cast_or_null<scf::ParallelOp>(last);
@@ -179,33 +183,84 @@ FailureOr<scf::ParallelOp> interchangeRowLoop(RewriterBase &rewriter,
   return columns;
 }
 
-FailureOr<scf::ParallelOp> splitFullReduction(RewriterBase &rewriter,
-                                              scf::ForOp loop) {
-  if (loop.getNumResults() != 0)
-    return failure();
-  Block *body = loop.getBody();
-  auto store = dyn_cast<memref::StoreOp>(body->getTerminator()->getPrevNode());
-  if (!store || !isa<FloatType>(store.getValueToStore().getType()))
-    return failure();
-  auto add = store.getValueToStore().getDefiningOp<arith::AddFOp>();
-  if (!add || add->getBlock() != body)
-    return failure();
-  Value acc = store.getMemRef();
-  for (Value index : store.getIndices())
-    if (!definedOutside(index, loop))
-      return failure();
-  // acc[c] read once, by the add, at the stored element.
+namespace {
+
+/// `acc[c] = combine(acc[c], v)` as the innermost body of a perfect nest of
+/// sequential loops, `combine` an associative floating-point op (a sum, a
+/// maximum or a minimum) and `c` the same element in every iteration.
+struct Accumulation {
+  SmallVector<scf::ForOp> nest; // outermost first
+  memref::StoreOp store;
   memref::LoadOp accLoad;
-  for (Value operand : add->getOperands())
-    if (auto load = operand.getDefiningOp<memref::LoadOp>();
+  Operation *combine;
+  Value value; // v, the operand of `combine` that is not acc[c]
+  TypedAttr identity;
+};
+
+/// The identity of `combine`, if it is an op partial results can be
+/// combined with in any grouping.
+TypedAttr combineIdentity(Operation *combine, FloatType type) {
+  Builder b(combine->getContext());
+  if (isa<arith::AddFOp>(combine))
+    return b.getFloatAttr(type, 0.0);
+  bool max = isa<arith::MaximumFOp, arith::MaxNumFOp>(combine);
+  if (!max && !isa<arith::MinimumFOp, arith::MinNumFOp>(combine))
+    return {};
+  return b.getFloatAttr(
+      type, APFloat::getInf(type.getFloatSemantics(), /*Negative=*/max));
+}
+
+/// The accumulation `outer` is, if it is one: its loops carry no values and
+/// take their bounds from outside the nest, the innermost body reads acc[c]
+/// once, for `combine`, and otherwise only reads memory other than acc's.
+FailureOr<Accumulation> matchAccumulation(scf::ForOp outer) {
+  Accumulation match;
+  for (scf::ForOp loop = outer; loop;) {
+    if (loop.getNumResults() != 0)
+      return failure();
+    for (Value bound :
+         {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+      if (!definedOutside(bound, outer))
+        return failure();
+    match.nest.push_back(loop);
+    Block *body = loop.getBody();
+    auto inner = dyn_cast<scf::ForOp>(body->front());
+    loop = inner && &body->front() == body->getTerminator()->getPrevNode()
+               ? inner
+               : scf::ForOp();
+  }
+  Block *body = match.nest.back().getBody();
+  match.store =
+      dyn_cast_or_null<memref::StoreOp>(body->getTerminator()->getPrevNode());
+  if (!match.store)
+    return failure();
+  auto type = dyn_cast<FloatType>(match.store.getValueToStore().getType());
+  match.combine = match.store.getValueToStore().getDefiningOp();
+  if (!type || !match.combine || match.combine->getBlock() != body ||
+      match.combine->getNumOperands() != 2)
+    return failure();
+  match.identity = combineIdentity(match.combine, type);
+  if (!match.identity)
+    return failure();
+  Value acc = match.store.getMemRef();
+  if (!definedOutside(acc, outer))
+    return failure();
+  for (Value index : match.store.getIndices())
+    if (!definedOutside(index, outer))
+      return failure();
+  for (OpOperand &operand : match.combine->getOpOperands())
+    if (auto load = operand.get().getDefiningOp<memref::LoadOp>();
         load && load.getMemRef() == acc &&
-        load.getIndices() == store.getIndices() && load->hasOneUse())
-      accLoad = load;
-  if (!accLoad || accLoad->getBlock() != body)
+        load.getIndices() == match.store.getIndices() && load->hasOneUse() &&
+        load->getBlock() == body) {
+      match.accLoad = load;
+      match.value = match.combine->getOperand(1 - operand.getOperandNumber());
+    }
+  if (!match.accLoad)
     return failure();
   Value accAllocation = allocationOf(acc);
   for (Operation &op : body->without_terminator()) {
-    if (&op == store || &op == accLoad)
+    if (&op == match.store || &op == match.accLoad)
       continue;
     if (op.getNumRegions() != 0 || !onlyReads(&op))
       return failure();
@@ -213,55 +268,201 @@ FailureOr<scf::ParallelOp> splitFullReduction(RewriterBase &rewriter,
         load && allocationOf(load.getMemRef()) == accAllocation)
       return failure();
   }
+  return match;
+}
 
-  Location loc = loop.getLoc();
-  Type element = store.getValueToStore().getType();
-  rewriter.setInsertionPoint(loop);
-  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  Value count = arith::ConstantIndexOp::create(rewriter, loc, kPartialSums);
-  auto partialsType = MemRefType::get({kPartialSums}, element);
-  Value partials = gpu::AllocOp::create(rewriter, loc, partialsType, Type(),
-                                        ValueRange{}, ValueRange{},
-                                        ValueRange{}, false)
-                       .getMemref();
-  // Thread p sums elements p, p + P, p + 2P, ... (in steps of the loop's).
-  auto threads = scf::ParallelOp::create(
-      rewriter, loc, zero, count, one,
-      [&](OpBuilder &b, Location l, ValueRange ivs) {
-        Value start = arith::AddIOp::create(
-            b, l, loop.getLowerBound(),
-            arith::MulIOp::create(b, l, ivs[0], loop.getStep()));
-        Value stride = arith::MulIOp::create(b, l, count, loop.getStep());
-        Value identity = arith::ConstantOp::create(
-            b, l, element, b.getFloatAttr(element, 0.0));
-        auto sum = scf::ForOp::create(
-            b, l, start, loop.getUpperBound(), stride, ValueRange{identity},
-            [&](OpBuilder &fb, Location fl, Value i, ValueRange args) {
-              IRMapping mapping;
-              mapping.map(loop.getInductionVar(), i);
-              mapping.map(accLoad.getResult(), args[0]);
-              for (Operation &op : body->without_terminator())
-                if (&op != store && &op != accLoad)
-                  fb.clone(op, mapping);
-              scf::YieldOp::create(fb, fl, mapping.lookup(add.getResult()));
-            });
-        memref::StoreOp::create(b, l, sum.getResult(0), partials, ivs);
+/// The columns a split accumulation runs for: the static sizes of a
+/// parallel loop's dimensions (none for one element), its induction
+/// variables, and the side-effect-free ops of its body before the nest.
+struct Columns {
+  SmallVector<int64_t> sizes;
+  SmallVector<Value> ivs;
+  SmallVector<Operation *> prefix;
+};
+
+/// `columns` as a parallel loop from 0 in steps of 1 (one iteration when
+/// there are none) whose body clones the prefix and then calls `body` with
+/// the mapping and the induction variables.
+scf::ParallelOp buildColumnsLoop(
+    OpBuilder &b, Location loc, const Columns &columns,
+    ArrayRef<int64_t> leading,
+    function_ref<void(OpBuilder &, IRMapping &, ValueRange)> body) {
+  SmallVector<int64_t> sizes(leading);
+  llvm::append_range(sizes, columns.sizes);
+  if (sizes.empty())
+    sizes.push_back(1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> upper;
+  for (int64_t size : sizes)
+    upper.push_back(arith::ConstantIndexOp::create(b, loc, size));
+  return scf::ParallelOp::create(
+      b, loc, SmallVector<Value>(sizes.size(), zero), upper,
+      SmallVector<Value>(sizes.size(), one),
+      [&](OpBuilder &pb, Location, ValueRange ivs) {
+        IRMapping mapping;
+        for (auto [from, to] :
+             llvm::zip(columns.ivs, ivs.drop_front(leading.size())))
+          mapping.map(from, to);
+        for (Operation *op : columns.prefix)
+          pb.clone(*op, mapping);
+        body(pb, mapping, ivs);
       });
-  // acc[c] += the partial sums, in order.
-  scf::ForOp::create(
-      rewriter, loc, zero, count, one, ValueRange{},
-      [&](OpBuilder &b, Location l, Value p, ValueRange) {
-        Value total = memref::LoadOp::create(b, l, acc, store.getIndices());
-        Value part = memref::LoadOp::create(b, l, partials, ValueRange{p});
-        memref::StoreOp::create(b, l,
-                                arith::AddFOp::create(b, l, total, part),
-                                acc, store.getIndices());
-        scf::YieldOp::create(b, l);
+}
+
+/// The accumulation as two parallel loops over a temporary P[slice,
+/// columns...]: partial results over `slices` interleaved slices of the
+/// innermost loop (slice s taking its iterations s, s + slices, ...), then
+/// acc[c] combined with them in slice order. Both are inserted before the
+/// rewriter's insertion point; the caller erases what they replace.
+SplitReduction buildSplit(RewriterBase &rewriter, Location loc,
+                          Accumulation &match, const Columns &columns,
+                          int64_t slices) {
+  SmallVector<int64_t> shape{slices};
+  llvm::append_range(shape, columns.sizes);
+  Value partials =
+      gpu::AllocOp::create(
+          rewriter, loc, MemRefType::get(shape, match.identity.getType()),
+          Type(), ValueRange{}, ValueRange{}, ValueRange{}, false)
+          .getMemref();
+  auto partialIndices = [&](Value slice, ValueRange ivs) {
+    SmallVector<Value> indices{slice};
+    llvm::append_range(indices, ivs.take_back(columns.sizes.size()));
+    return indices;
+  };
+
+  scf::ParallelOp partialLoop = buildColumnsLoop(
+      rewriter, loc, columns, {slices},
+      [&](OpBuilder &b, IRMapping &mapping, ValueRange ivs) {
+        SmallVector<Value> lower, upper, steps;
+        for (scf::ForOp loop : match.nest) {
+          lower.push_back(mapping.lookupOrDefault(loop.getLowerBound()));
+          upper.push_back(mapping.lookupOrDefault(loop.getUpperBound()));
+          steps.push_back(mapping.lookupOrDefault(loop.getStep()));
+        }
+        Value slice = ivs.front();
+        lower.back() = arith::AddIOp::create(
+            b, loc, lower.back(),
+            arith::MulIOp::create(b, loc, slice, steps.back()));
+        steps.back() = arith::MulIOp::create(
+            b, loc, steps.back(),
+            arith::ConstantIndexOp::create(b, loc, slices));
+        Value identity = arith::ConstantOp::create(b, loc, match.identity);
+        scf::LoopNest nest = scf::buildLoopNest(
+            b, loc, lower, upper, steps, ValueRange{identity},
+            [&](OpBuilder &nb, Location, ValueRange loopIvs,
+                ValueRange carried) -> scf::ValueVector {
+              for (auto [loop, iv] : llvm::zip(match.nest, loopIvs))
+                mapping.map(loop.getInductionVar(), iv);
+              mapping.map(match.accLoad.getResult(), carried.front());
+              for (Operation &op :
+                   match.nest.back().getBody()->without_terminator())
+                if (&op != match.store && &op != match.accLoad)
+                  nb.clone(op, mapping);
+              return {mapping.lookup(match.combine->getResult(0))};
+            });
+        memref::StoreOp::create(b, loc, nest.results.front(), partials,
+                                partialIndices(slice, ivs));
+      });
+
+  scf::ParallelOp totalLoop = buildColumnsLoop(
+      rewriter, loc, columns, {},
+      [&](OpBuilder &b, IRMapping &mapping, ValueRange ivs) {
+        SmallVector<Value> indices;
+        for (Value index : match.store.getIndices())
+          indices.push_back(mapping.lookupOrDefault(index));
+        Value acc = match.store.getMemRef();
+        Value start = memref::LoadOp::create(b, loc, acc, indices);
+        auto combined = scf::ForOp::create(
+            b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+            arith::ConstantIndexOp::create(b, loc, slices),
+            arith::ConstantIndexOp::create(b, loc, 1), ValueRange{start},
+            [&](OpBuilder &fb, Location, Value slice, ValueRange carried) {
+              Value part = memref::LoadOp::create(fb, loc, partials,
+                                                  partialIndices(slice, ivs));
+              IRMapping operands;
+              operands.map(match.accLoad.getResult(), carried.front());
+              operands.map(match.value, part);
+              Operation *next = fb.clone(*match.combine, operands);
+              scf::YieldOp::create(fb, loc, next->getResult(0));
+            });
+        memref::StoreOp::create(b, loc, combined.getResult(0), acc, indices);
       });
   gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, partials);
+  return {partialLoop, totalLoop};
+}
+
+/// Slices of a column reduction's rows: enough for about this many threads
+/// in all, so that the GPU's multiprocessors are busy...
+constexpr int64_t kSplitThreads = 65536;
+/// ... at most this many, so that combining them stays short...
+constexpr int64_t kMaxSlices = 256;
+/// ... and at least this many, or the reduction is left as it is.
+constexpr int64_t kMinSlices = 4;
+
+} // namespace
+
+FailureOr<SplitReduction> splitFullReduction(RewriterBase &rewriter,
+                                             scf::ForOp loop) {
+  FailureOr<Accumulation> match = matchAccumulation(loop);
+  if (failed(match))
+    return failure();
+  rewriter.setInsertionPoint(loop);
+  SplitReduction split =
+      buildSplit(rewriter, loop.getLoc(), *match, Columns{}, kPartialSums);
   rewriter.eraseOp(loop);
-  return threads;
+  return split;
+}
+
+FailureOr<SplitReduction> splitColumnReduction(RewriterBase &rewriter,
+                                               scf::ParallelOp par) {
+  if (!par.getInitVals().empty())
+    return failure();
+  Columns columns;
+  columns.ivs = llvm::to_vector(par.getInductionVars());
+  int64_t count = 1;
+  for (auto [lower, upper, step] :
+       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
+    std::optional<int64_t> size = getConstantIntValue(upper);
+    if (!isConstantIntValue(lower, 0) || !isConstantIntValue(step, 1) || !size)
+      return failure();
+    columns.sizes.push_back(*size);
+    count *= *size;
+  }
+  if (count <= 0 || count > kSplitThreads)
+    return failure();
+  Block *body = par.getBody();
+  auto outer =
+      dyn_cast_or_null<scf::ForOp>(body->getTerminator()->getPrevNode());
+  if (!outer)
+    return failure();
+  for (Operation &op : body->without_terminator())
+    if (&op != outer.getOperation()) {
+      if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+        return failure();
+      columns.prefix.push_back(&op);
+    }
+  FailureOr<Accumulation> match = matchAccumulation(outer);
+  if (failed(match))
+    return failure();
+  int64_t slices = std::min(
+      kMaxSlices, int64_t(llvm::bit_floor(uint64_t(kSplitThreads / count))));
+  // Each slice takes at least 4 of the innermost loop's iterations.
+  scf::ForOp innermost = match->nest.back();
+  std::optional<int64_t> lower = getConstantIntValue(innermost.getLowerBound());
+  std::optional<int64_t> upper = getConstantIntValue(innermost.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(innermost.getStep());
+  if (lower && upper && step && *step > 0)
+    slices = std::min(slices,
+                      int64_t(llvm::bit_floor(uint64_t(
+                          std::max<int64_t>(*upper - *lower, 0) / *step / 4))));
+  if (slices < kMinSlices)
+    return failure();
+  rewriter.setInsertionPoint(par);
+  SplitReduction split =
+      buildSplit(rewriter, par.getLoc(), *match, columns, slices);
+  rewriter.eraseOp(par);
+  return split;
 }
 
 } // namespace attn

@@ -14,6 +14,10 @@
 //   gradient norm over every parameter), runs on one thread. It becomes
 //   partial sums, thread p taking every P-th element (coalesced loads), and
 //   one final sum of the P partial sums.
+// - A reduction over many rows into few columns (a bias's or a layer
+//   norm's gradient once the row loop is inside the kernel) has a thread
+//   per column walking every row: 768 threads for 8,192 rows. It is split
+//   the same way, over slices of the rows for each column.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,11 +36,28 @@ namespace attn {
 mlir::FailureOr<mlir::scf::ParallelOp>
 interchangeRowLoop(mlir::RewriterBase &rewriter, mlir::scf::ForOp loop);
 
-/// `for i { acc[c] = acc[c] + v(i) }` (floating-point, one element) as a
-/// parallel loop of partial sums followed by a sequential loop adding them
-/// to acc[c]; the parallel loop. The sequential loop follows it.
-mlir::FailureOr<mlir::scf::ParallelOp>
-splitFullReduction(mlir::RewriterBase &rewriter, mlir::scf::ForOp loop);
+/// A reduction split in two parallel loops: partial results over slices of
+/// its rows, then the accumulator combined with them.
+struct SplitReduction {
+  mlir::scf::ParallelOp partials, totals;
+};
+
+/// `for i { acc[c] = acc[c] + v(i) }` (floating-point, one element; a
+/// maximum or minimum as well, and a perfect nest of row loops) as 4,096
+/// threads' partial results, thread p taking iterations p, p + 4096, ...,
+/// and acc[c] combined with them in order. Replaces `loop`.
+mlir::FailureOr<SplitReduction> splitFullReduction(mlir::RewriterBase &rewriter,
+                                                   mlir::scf::ForOp loop);
+
+/// `parallel j { for i { acc[c(j)] = acc[c(j)] + v(i, j) } }` with few
+/// static columns j (a bias's gradient: 768 columns, each thread walking
+/// 8,192 rows) the same way: partial results P[s, j] over S interleaved
+/// slices of the innermost row loop, S chosen so that S times the columns
+/// is about 65,536 threads (at most 256 slices, each at least 4 rows where
+/// the rows are static), then acc[c(j)] combined with P[0..S, j] in order.
+/// Deterministic, in another order than the CPU's. Replaces `par`.
+mlir::FailureOr<SplitReduction>
+splitColumnReduction(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par);
 
 } // namespace attn
 

@@ -196,10 +196,9 @@ LogicalResult keepShapesOnHost(RewriterBase &rewriter, func::FuncOp func) {
     if (!view.getType().hasStaticShape())
       return view.emitError("the GPU target needs static shapes of reshapes");
     rewriter.setInsertionPointToStart(&func.getBody().front());
-    rewriter.replaceOp(view,
-                       memref::AllocaOp::create(rewriter, view.getLoc(),
-                                                view.getType())
-                           .getResult());
+    rewriter.replaceOp(
+        view, memref::AllocaOp::create(rewriter, view.getLoc(), view.getType())
+                  .getResult());
   }
   return success();
 }
@@ -266,6 +265,19 @@ void mapToKernel(RewriterBase &rewriter, scf::ParallelOp loop) {
     sequentialize(rewriter, loop);
 }
 
+/// A kernel for `loop`, or two for a reduction over many rows into few
+/// columns (partial results over slices of the rows, then their
+/// combination; GpuLoopRestructure.h).
+void mapParallelLoop(RewriterBase &rewriter, scf::ParallelOp loop) {
+  if (FailureOr<SplitReduction> split = splitColumnReduction(rewriter, loop);
+      succeeded(split)) {
+    mapToKernel(rewriter, split->partials);
+    mapToKernel(rewriter, split->totals);
+    return;
+  }
+  mapToKernel(rewriter, loop);
+}
+
 /// A kernel written per warp (GpuWarpTiles.h): each dimension mapped to
 /// the block or thread its attribute names.
 void mapWarpTileKernel(scf::ParallelOp loop,
@@ -294,8 +306,8 @@ void readOnHost(RewriterBase &rewriter, memref::LoadOp load) {
   auto loop = scf::ParallelOp::create(
       rewriter, loc, zero, step, step,
       [&](OpBuilder &b, Location l, ValueRange) {
-        Value element = memref::LoadOp::create(b, l, load.getMemRef(),
-                                               load.getIndices());
+        Value element =
+            memref::LoadOp::create(b, l, load.getMemRef(), load.getIndices());
         memref::StoreOp::create(b, l, element, device, ValueRange{zero});
       });
   mapToKernel(rewriter, loop);
@@ -313,7 +325,7 @@ LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
       if (auto processors = warpTileProcessors(loop))
         mapWarpTileKernel(loop, *processors);
       else
-        mapToKernel(rewriter, loop);
+        mapParallelLoop(rewriter, loop);
       continue;
     }
     if (auto load = dyn_cast<memref::LoadOp>(op);
@@ -326,20 +338,16 @@ LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
       if (FailureOr<scf::ParallelOp> columns =
               interchangeRowLoop(rewriter, loop);
           succeeded(columns)) {
-        mapToKernel(rewriter, *columns);
+        mapParallelLoop(rewriter, *columns);
         continue;
       }
       // A full reduction: partial sums across threads, then their sum.
       if (runsOnDevice(loop)) {
-        if (FailureOr<scf::ParallelOp> partials =
+        if (FailureOr<SplitReduction> split =
                 splitFullReduction(rewriter, loop);
-            succeeded(partials)) {
-          Operation *total = partials->getOperation()->getNextNode();
-          mapToKernel(rewriter, *partials);
-          FailureOr<scf::ParallelOp> single = runOnOneThread(rewriter, total);
-          if (failed(single))
-            return failure();
-          mapToKernel(rewriter, *single);
+            succeeded(split)) {
+          mapToKernel(rewriter, split->partials);
+          mapToKernel(rewriter, split->totals);
           continue;
         }
       }
@@ -376,8 +384,8 @@ void releaseStackPerIteration(RewriterBase &rewriter, func::FuncOp func) {
   for (scf::ForOp loop : loops) {
     Block *body = loop.getBody();
     rewriter.setInsertionPointToStart(body);
-    auto scope = memref::AllocaScopeOp::create(rewriter, loop.getLoc(),
-                                               TypeRange{});
+    auto scope =
+        memref::AllocaScopeOp::create(rewriter, loop.getLoc(), TypeRange{});
     Block *inner = rewriter.createBlock(&scope.getBodyRegion());
     for (Operation &op : llvm::make_early_inc_range(*body))
       if (&op != scope && !op.hasTrait<OpTrait::IsTerminator>())
@@ -389,7 +397,6 @@ void releaseStackPerIteration(RewriterBase &rewriter, func::FuncOp func) {
 
 struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
   using Base::Base;
-
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
