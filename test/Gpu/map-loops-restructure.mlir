@@ -224,3 +224,56 @@ func.func @not_split(%x: memref<8x32xf32>, %acc: memref<32xf32>, %y: memref<6553
   }
   return
 }
+
+// A row's sum over 1,024 static elements (a softmax's over a vocabulary),
+// rows dynamic: a warp's 32 lanes per row, lane s taking elements s, s + 32,
+// ... (the slice the fastest dimension, so that a warp reads consecutive
+// elements), then the row's 32 partial sums in order.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: %[[P:.*]] = gpu.alloc (%arg2) : memref<?x32xf32>
+// CHECK: %[[S:.*]] = arith.remsi %{{.*}}, %c32
+// CHECK: %[[R:.*]] = arith.divsi %{{.*}}, %c32
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c1024 step %{{.*}} iter_args
+// CHECK: memref.load %arg0[%[[R]], %{{.*}}]
+// CHECK: memref.store %{{.*}}, %[[P]][%[[R]], %[[S]]]
+// CHECK: scf.for %{{.*}} to %c32
+// CHECK: gpu.dealloc %[[P]]
+func.func @row_sum(%x: memref<?x1024xf32>, %acc: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%r) = (%c0) to (%n) step (%c1) {
+    scf.for %k = %c0 to %c1024 step %c1 {
+      %a = memref.load %x[%r, %k] : memref<?x1024xf32>
+      %b = memref.load %acc[%r] : memref<?xf32>
+      %s = arith.addf %b, %a : f32
+      memref.store %s, %acc[%r] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// A matrix product's terms are no rows of their own (each row of A is read
+// for every column of C): one kernel, a thread per element of C.
+// CHECK-LABEL: func.func @product
+// CHECK-NOT: gpu.alloc
+// CHECK: return
+func.func @product(%a: memref<?x512xf32>, %b: memref<64x512xf32>, %c: memref<?x64xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c512 = arith.constant 512 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c64) step (%c1, %c1) {
+    scf.for %k = %c0 to %c512 step %c1 {
+      %x = memref.load %a[%i, %k] : memref<?x512xf32>
+      %y = memref.load %b[%j, %k] : memref<64x512xf32>
+      %z = memref.load %c[%i, %j] : memref<?x64xf32>
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %z, %p : f32
+      memref.store %s, %c[%i, %j] : memref<?x64xf32>
+    }
+    scf.reduce
+  }
+  return
+}

@@ -271,82 +271,104 @@ FailureOr<Accumulation> matchAccumulation(scf::ForOp outer) {
   return match;
 }
 
-/// The columns a split accumulation runs for: the static sizes of a
-/// parallel loop's dimensions (none for one element), its induction
-/// variables, and the side-effect-free ops of its body before the nest.
+/// The columns a split accumulation runs for: the upper bounds of a
+/// parallel loop's dimensions from 0 in steps of 1 (none for one element),
+/// its induction variables, and the side-effect-free ops of its body before
+/// the nest.
 struct Columns {
-  SmallVector<int64_t> sizes;
+  SmallVector<Value> upper;
   SmallVector<Value> ivs;
   SmallVector<Operation *> prefix;
 };
 
-/// `columns` as a parallel loop from 0 in steps of 1 (one iteration when
-/// there are none) whose body clones the prefix and then calls `body` with
-/// the mapping and the induction variables.
+/// How the rows are sliced: how many slices, and whether the slice is the
+/// fastest dimension of the partial results' loop (rows read along their
+/// contiguous dimension, so that a warp's lanes read consecutive elements)
+/// or the slowest (columns contiguous).
+struct Slicing {
+  int64_t count;
+  bool last;
+};
+
+/// A parallel loop from 0 in steps of 1 over `columns` and, with `slicing`,
+/// its slices (one iteration when there is neither), whose body clones the
+/// prefix and then calls `body` with the mapping, the slice (null without
+/// slicing) and the columns' induction variables.
 scf::ParallelOp buildColumnsLoop(
     OpBuilder &b, Location loc, const Columns &columns,
-    ArrayRef<int64_t> leading,
-    function_ref<void(OpBuilder &, IRMapping &, ValueRange)> body) {
-  SmallVector<int64_t> sizes(leading);
-  llvm::append_range(sizes, columns.sizes);
-  if (sizes.empty())
-    sizes.push_back(1);
+    std::optional<Slicing> slicing,
+    function_ref<void(OpBuilder &, IRMapping &, Value, ValueRange)> body) {
+  SmallVector<Value> upper(columns.upper);
+  if (slicing) {
+    Value count = arith::ConstantIndexOp::create(b, loc, slicing->count);
+    upper.insert(slicing->last ? upper.end() : upper.begin(), count);
+  }
+  if (upper.empty())
+    upper.push_back(arith::ConstantIndexOp::create(b, loc, 1));
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  SmallVector<Value> upper;
-  for (int64_t size : sizes)
-    upper.push_back(arith::ConstantIndexOp::create(b, loc, size));
   return scf::ParallelOp::create(
-      b, loc, SmallVector<Value>(sizes.size(), zero), upper,
-      SmallVector<Value>(sizes.size(), one),
+      b, loc, SmallVector<Value>(upper.size(), zero), upper,
+      SmallVector<Value>(upper.size(), one),
       [&](OpBuilder &pb, Location, ValueRange ivs) {
+        Value slice;
+        if (slicing) {
+          slice = slicing->last ? ivs.back() : ivs.front();
+          ivs = slicing->last ? ivs.drop_back() : ivs.drop_front();
+        }
+        ivs = ivs.take_front(columns.ivs.size());
         IRMapping mapping;
-        for (auto [from, to] :
-             llvm::zip(columns.ivs, ivs.drop_front(leading.size())))
-          mapping.map(from, to);
+        mapping.map(columns.ivs, ivs);
         for (Operation *op : columns.prefix)
           pb.clone(*op, mapping);
-        body(pb, mapping, ivs);
+        body(pb, mapping, slice, ivs);
       });
 }
 
-/// The accumulation as two parallel loops over a temporary P[slice,
-/// columns...]: partial results over `slices` interleaved slices of the
-/// innermost loop (slice s taking its iterations s, s + slices, ...), then
-/// acc[c] combined with them in slice order. Both are inserted before the
-/// rewriter's insertion point; the caller erases what they replace.
+/// The accumulation as two parallel loops over a temporary P of the
+/// columns and the slices: partial results over `slicing.count`
+/// interleaved slices of the innermost loop (slice s taking its iterations
+/// s, s + count, ...), then acc[c] combined with them in slice order. Both
+/// are inserted before the rewriter's insertion point; the caller erases
+/// what they replace.
 SplitReduction buildSplit(RewriterBase &rewriter, Location loc,
                           Accumulation &match, const Columns &columns,
-                          int64_t slices) {
-  SmallVector<int64_t> shape{slices};
-  llvm::append_range(shape, columns.sizes);
+                          Slicing slicing) {
+  SmallVector<int64_t> shape;
+  SmallVector<Value> dynamicSizes;
+  for (Value size : columns.upper) {
+    std::optional<int64_t> constant = getConstantIntValue(size);
+    shape.push_back(constant ? *constant : ShapedType::kDynamic);
+    if (!constant)
+      dynamicSizes.push_back(size);
+  }
+  shape.insert(slicing.last ? shape.end() : shape.begin(), slicing.count);
   Value partials =
       gpu::AllocOp::create(
           rewriter, loc, MemRefType::get(shape, match.identity.getType()),
-          Type(), ValueRange{}, ValueRange{}, ValueRange{}, false)
+          Type(), ValueRange{}, dynamicSizes, ValueRange{}, false)
           .getMemref();
-  auto partialIndices = [&](Value slice, ValueRange ivs) {
-    SmallVector<Value> indices{slice};
-    llvm::append_range(indices, ivs.take_back(columns.sizes.size()));
+  auto partialIndices = [&](Value slice, ValueRange columnIvs) {
+    SmallVector<Value> indices(columnIvs);
+    indices.insert(slicing.last ? indices.end() : indices.begin(), slice);
     return indices;
   };
 
   scf::ParallelOp partialLoop = buildColumnsLoop(
-      rewriter, loc, columns, {slices},
-      [&](OpBuilder &b, IRMapping &mapping, ValueRange ivs) {
+      rewriter, loc, columns, slicing,
+      [&](OpBuilder &b, IRMapping &mapping, Value slice, ValueRange ivs) {
         SmallVector<Value> lower, upper, steps;
         for (scf::ForOp loop : match.nest) {
           lower.push_back(mapping.lookupOrDefault(loop.getLowerBound()));
           upper.push_back(mapping.lookupOrDefault(loop.getUpperBound()));
           steps.push_back(mapping.lookupOrDefault(loop.getStep()));
         }
-        Value slice = ivs.front();
         lower.back() = arith::AddIOp::create(
             b, loc, lower.back(),
             arith::MulIOp::create(b, loc, slice, steps.back()));
         steps.back() = arith::MulIOp::create(
             b, loc, steps.back(),
-            arith::ConstantIndexOp::create(b, loc, slices));
+            arith::ConstantIndexOp::create(b, loc, slicing.count));
         Value identity = arith::ConstantOp::create(b, loc, match.identity);
         scf::LoopNest nest = scf::buildLoopNest(
             b, loc, lower, upper, steps, ValueRange{identity},
@@ -366,8 +388,8 @@ SplitReduction buildSplit(RewriterBase &rewriter, Location loc,
       });
 
   scf::ParallelOp totalLoop = buildColumnsLoop(
-      rewriter, loc, columns, {},
-      [&](OpBuilder &b, IRMapping &mapping, ValueRange ivs) {
+      rewriter, loc, columns, std::nullopt,
+      [&](OpBuilder &b, IRMapping &mapping, Value, ValueRange ivs) {
         SmallVector<Value> indices;
         for (Value index : match.store.getIndices())
           indices.push_back(mapping.lookupOrDefault(index));
@@ -375,7 +397,7 @@ SplitReduction buildSplit(RewriterBase &rewriter, Location loc,
         Value start = memref::LoadOp::create(b, loc, acc, indices);
         auto combined = scf::ForOp::create(
             b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-            arith::ConstantIndexOp::create(b, loc, slices),
+            arith::ConstantIndexOp::create(b, loc, slicing.count),
             arith::ConstantIndexOp::create(b, loc, 1), ValueRange{start},
             [&](OpBuilder &fb, Location, Value slice, ValueRange carried) {
               Value part = memref::LoadOp::create(fb, loc, partials,
@@ -399,6 +421,72 @@ constexpr int64_t kSplitThreads = 65536;
 constexpr int64_t kMaxSlices = 256;
 /// ... and at least this many, or the reduction is left as it is.
 constexpr int64_t kMinSlices = 4;
+/// Slices of a long row (a warp's lanes, reading consecutive elements),
+/// and the fewest static elements a row needs to be sliced.
+constexpr int64_t kRowSlices = 32;
+constexpr int64_t kMinRowLength = 256;
+
+/// The static trip count of `loop`, if it has one.
+std::optional<int64_t> staticTripCount(scf::ForOp loop) {
+  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!lower || !upper || !step || *step <= 0)
+    return std::nullopt;
+  return std::max<int64_t>(*upper - *lower, 0) / *step;
+}
+
+/// Whether the accumulation reads rows of its own: every load that depends
+/// on the innermost loop takes it as its last, contiguous index and is
+/// indexed by every column too (nothing one column reads is read by
+/// another, as a matrix product's operands are), and there is such a load.
+bool readsOwnRows(Accumulation &match, ValueRange columnIvs) {
+  Value row = match.nest.back().getInductionVar();
+  bool any = false;
+  for (Operation &op : match.nest.back().getBody()->without_terminator()) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    if (!load || load == match.accLoad ||
+        !llvm::is_contained(load.getIndices(), row))
+      continue;
+    if (load.getIndices().back() != row)
+      return false;
+    for (Value column : columnIvs)
+      if (!llvm::is_contained(load.getIndices(), column))
+        return false;
+    any = true;
+  }
+  return any;
+}
+
+/// How to slice the rows of `match` inside the parallel loop over
+/// `columns`, if it is worth it: few static columns (a bias's gradient)
+/// take slices of the rows, the slice the slowest dimension; many or
+/// dynamic columns whose long static rows are their own (a row's sum or
+/// maximum over a vocabulary) take a warp's lanes, the slice the fastest.
+std::optional<Slicing> chooseSlicing(Accumulation &match,
+                                     const Columns &columns) {
+  // The number of columns, if static and at most kSplitThreads.
+  std::optional<int64_t> count = 1;
+  for (Value size : columns.upper) {
+    std::optional<int64_t> constant = getConstantIntValue(size);
+    count = count && constant && *count * *constant <= kSplitThreads
+                ? std::optional(*count * *constant)
+                : std::nullopt;
+  }
+  std::optional<int64_t> rows = staticTripCount(match.nest.back());
+  if (count && *count > 0) {
+    int64_t slices = std::min(
+        kMaxSlices, int64_t(llvm::bit_floor(uint64_t(kSplitThreads / *count))));
+    // Each slice takes at least 4 of the innermost loop's iterations.
+    if (rows)
+      slices = std::min(slices, int64_t(llvm::bit_floor(uint64_t(*rows / 4))));
+    if (slices >= kMinSlices)
+      return Slicing{slices, /*last=*/false};
+  }
+  if (rows && *rows >= kMinRowLength && readsOwnRows(match, columns.ivs))
+    return Slicing{kRowSlices, /*last=*/true};
+  return std::nullopt;
+}
 
 } // namespace
 
@@ -408,8 +496,8 @@ FailureOr<SplitReduction> splitFullReduction(RewriterBase &rewriter,
   if (failed(match))
     return failure();
   rewriter.setInsertionPoint(loop);
-  SplitReduction split =
-      buildSplit(rewriter, loop.getLoc(), *match, Columns{}, kPartialSums);
+  SplitReduction split = buildSplit(rewriter, loop.getLoc(), *match, Columns{},
+                                    Slicing{kPartialSums, false});
   rewriter.eraseOp(loop);
   return split;
 }
@@ -420,17 +508,13 @@ FailureOr<SplitReduction> splitColumnReduction(RewriterBase &rewriter,
     return failure();
   Columns columns;
   columns.ivs = llvm::to_vector(par.getInductionVars());
-  int64_t count = 1;
   for (auto [lower, upper, step] :
        llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
-    std::optional<int64_t> size = getConstantIntValue(upper);
-    if (!isConstantIntValue(lower, 0) || !isConstantIntValue(step, 1) || !size)
+    if (!isConstantIntValue(lower, 0) || !isConstantIntValue(step, 1) ||
+        !definedOutside(upper, par))
       return failure();
-    columns.sizes.push_back(*size);
-    count *= *size;
+    columns.upper.push_back(upper);
   }
-  if (count <= 0 || count > kSplitThreads)
-    return failure();
   Block *body = par.getBody();
   auto outer =
       dyn_cast_or_null<scf::ForOp>(body->getTerminator()->getPrevNode());
@@ -445,22 +529,12 @@ FailureOr<SplitReduction> splitColumnReduction(RewriterBase &rewriter,
   FailureOr<Accumulation> match = matchAccumulation(outer);
   if (failed(match))
     return failure();
-  int64_t slices = std::min(
-      kMaxSlices, int64_t(llvm::bit_floor(uint64_t(kSplitThreads / count))));
-  // Each slice takes at least 4 of the innermost loop's iterations.
-  scf::ForOp innermost = match->nest.back();
-  std::optional<int64_t> lower = getConstantIntValue(innermost.getLowerBound());
-  std::optional<int64_t> upper = getConstantIntValue(innermost.getUpperBound());
-  std::optional<int64_t> step = getConstantIntValue(innermost.getStep());
-  if (lower && upper && step && *step > 0)
-    slices = std::min(slices,
-                      int64_t(llvm::bit_floor(uint64_t(
-                          std::max<int64_t>(*upper - *lower, 0) / *step / 4))));
-  if (slices < kMinSlices)
+  std::optional<Slicing> slicing = chooseSlicing(*match, columns);
+  if (!slicing)
     return failure();
   rewriter.setInsertionPoint(par);
   SplitReduction split =
-      buildSplit(rewriter, par.getLoc(), *match, columns, slices);
+      buildSplit(rewriter, par.getLoc(), *match, columns, *slicing);
   rewriter.eraseOp(par);
   return split;
 }
