@@ -672,11 +672,18 @@ static void print_profile(void) {
     total += profile[i].seconds;
   fprintf(stderr, "kernel profile: %zu kernels, %.3f s in all\n", profile_len,
           total);
-  for (size_t i = 0; i < profile_len && i < 40; ++i)
+  size_t shown = profile_len < 40 ? profile_len : 40;
+  double rest = total;
+  for (size_t i = 0; i < shown; ++i) {
     fprintf(stderr, "%9.3f ms %6.2f %% %7ld calls  grid %6ld x %4ld  %s\n",
             profile[i].seconds * 1e3, 100 * profile[i].seconds / total,
             profile[i].calls, (long)profile[i].grid, (long)profile[i].block,
             function_name(profile[i].function, name, sizeof name));
+    rest -= profile[i].seconds;
+  }
+  if (shown < profile_len)
+    fprintf(stderr, "%9.3f ms %6.2f %% in the other %zu kernels\n", rest * 1e3,
+            100 * rest / total, profile_len - shown);
 }
 
 static int profile_on(void) {

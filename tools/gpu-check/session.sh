@@ -3,8 +3,8 @@
 # one or two: the runtime's CUDA unit test; the f32 checks of every model,
 # the tf32 checks and char_gpt's 1,000-step held-out run side by side (none
 # of them is timed, and their small kernels leave the GPU mostly idle);
-# then make bench-gpu with the GPU to itself, and the kernel profile of
-# gpt2_small's tf32 train step. Each part has its own time
+# then make bench-gpu with the GPU to itself, and the kernel profiles of
+# gpt2_small's tf32 train step and generation. Each part has its own time
 # limit, so the call ends inside the device's per-call limit with what
 # finished. Two files come back: summary.txt (also printed: the GPU, the
 # unit test's verdict and every table) and logs.tar.xz (every log).
@@ -62,6 +62,10 @@ if [ -f "$tf32/bench.tar.xz" ]; then
     echo "train 8 1024 1" | ATTN_CUDA_PROFILE=1 timeout "${PROFILE_LIMIT:-60}" \
       "$bench/gpt2_small_tf32" serve "$bench/gpt2_small.safetensors" 1 \
       > "$logs/bench/profile.txt" 2>&1
+    # ... and its decoding: a 64-token prompt, then 63 steps.
+    echo "generate 64 64" | ATTN_CUDA_PROFILE=1 timeout "${PROFILE_LIMIT:-60}" \
+      "$bench/gpt2_small_tf32" serve "$bench/gpt2_small.safetensors" 1 \
+      > "$logs/bench/profile-decode.txt" 2>&1
   fi
 fi
 
@@ -77,7 +81,9 @@ fi
   grep -v '^|' "$logs/bench/bench.txt" 2>/dev/null | tail -n 5
   grep '^|' "$logs/bench/bench.txt" 2>/dev/null | awk '!seen[$0]++'
   echo "== gpt2_small tf32 train step, kernel profile"
-  head -n 30 "$logs/bench/profile.txt" 2>/dev/null
+  head -n 46 "$logs/bench/profile.txt" 2>/dev/null
+  echo "== gpt2_small tf32 generation (64 + 63 tokens), kernel profile"
+  head -n 25 "$logs/bench/profile-decode.txt" 2>/dev/null
 } > "$out/summary.txt"
 tar -C "$run" -cf - logs | xz -T0 -6 > "$out/logs.tar.xz"
 cat "$out/summary.txt"
