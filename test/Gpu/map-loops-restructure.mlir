@@ -277,3 +277,43 @@ func.func @product(%a: memref<?x512xf32>, %b: memref<64x512xf32>, %c: memref<?x6
   }
   return
 }
+
+// A layer norm's weight and bias gradients in one loop: two accumulators,
+// each with its partial results, carried together and combined together.
+// CHECK-LABEL: func.func @two_accumulators
+// CHECK: %[[PW:.*]] = gpu.alloc () : memref<256x192xf32>
+// CHECK: %[[PB:.*]] = gpu.alloc () : memref<256x192xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32)
+// CHECK: scf.for {{.*}} iter_args(%[[W:.*]] = %{{.*}}, %[[B:.*]] = %{{.*}}) -> (f32, f32)
+// CHECK: arith.mulf
+// CHECK: arith.addf %[[W]]
+// CHECK: arith.addf %[[B]]
+// CHECK: memref.store %{{.*}}, %[[PW]]
+// CHECK: memref.store %{{.*}}, %[[PB]]
+// CHECK: scf.for %{{.*}} to %c256{{.*}} iter_args
+// CHECK: memref.load %[[PW]]
+// CHECK: memref.load %[[PB]]
+// CHECK: gpu.dealloc %[[PW]]
+// CHECK: gpu.dealloc %[[PB]]
+func.func @two_accumulators(%dy: memref<?x?x192xf32>, %xhat: memref<?x?x192xf32>, %dw: memref<192xf32>, %db: memref<192xf32>, %b: index, %t: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c192 = arith.constant 192 : index
+  scf.for %i = %c0 to %b step %c1 {
+    scf.for %k = %c0 to %t step %c1 {
+      scf.parallel (%j) = (%c0) to (%c192) step (%c1) {
+        %g = memref.load %dy[%i, %k, %j] : memref<?x?x192xf32>
+        %x = memref.load %xhat[%i, %k, %j] : memref<?x?x192xf32>
+        %w = memref.load %dw[%j] : memref<192xf32>
+        %v = memref.load %db[%j] : memref<192xf32>
+        %gx = arith.mulf %g, %x : f32
+        %w2 = arith.addf %w, %gx : f32
+        %v2 = arith.addf %v, %g : f32
+        memref.store %w2, %dw[%j] : memref<192xf32>
+        memref.store %v2, %db[%j] : memref<192xf32>
+        scf.reduce
+      }
+    }
+  }
+  return
+}

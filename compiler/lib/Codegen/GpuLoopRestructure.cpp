@@ -185,16 +185,29 @@ FailureOr<scf::ParallelOp> interchangeRowLoop(RewriterBase &rewriter,
 
 namespace {
 
-/// `acc[c] = combine(acc[c], v)` as the innermost body of a perfect nest of
-/// sequential loops, `combine` an associative floating-point op (a sum, a
-/// maximum or a minimum) and `c` the same element in every iteration.
-struct Accumulation {
-  SmallVector<scf::ForOp> nest; // outermost first
+/// `acc[c] = combine(acc[c], v)`: `combine` an associative floating-point
+/// op (a sum, a maximum or a minimum) and `c` the same element in every
+/// iteration of the loops around it.
+struct Accumulator {
   memref::StoreOp store;
-  memref::LoadOp accLoad;
+  memref::LoadOp load; // acc[c]
   Operation *combine;
   Value value; // v, the operand of `combine` that is not acc[c]
   TypedAttr identity;
+};
+
+/// One or more accumulators (a layer norm's weight and bias gradients) as
+/// the innermost body of a perfect nest of sequential loops.
+struct Accumulation {
+  SmallVector<scf::ForOp> nest; // outermost first
+  SmallVector<Accumulator> accumulators;
+
+  Block *body() { return nest.back().getBody(); }
+  bool isAccumulatorOp(Operation *op) {
+    return llvm::any_of(accumulators, [&](Accumulator &a) {
+      return op == a.store || op == a.load;
+    });
+  }
 };
 
 /// The identity of `combine`, if it is an op partial results can be
@@ -210,9 +223,39 @@ TypedAttr combineIdentity(Operation *combine, FloatType type) {
       type, APFloat::getInf(type.getFloatSemantics(), /*Negative=*/max));
 }
 
+/// The accumulator `store` ends, if it ends one: acc and c are defined
+/// outside `outer`, and acc[c] is read once in `body`, for `combine`, whose
+/// result only `store` uses.
+FailureOr<Accumulator> matchAccumulator(memref::StoreOp store, Block *body,
+                                        scf::ForOp outer) {
+  Accumulator acc{store, {}, store.getValueToStore().getDefiningOp(), {}, {}};
+  auto type = dyn_cast<FloatType>(store.getValueToStore().getType());
+  if (!type || !acc.combine || acc.combine->getBlock() != body ||
+      acc.combine->getNumOperands() != 2 || !acc.combine->hasOneUse())
+    return failure();
+  acc.identity = combineIdentity(acc.combine, type);
+  if (!acc.identity || !definedOutside(store.getMemRef(), outer))
+    return failure();
+  for (Value index : store.getIndices())
+    if (!definedOutside(index, outer))
+      return failure();
+  for (OpOperand &operand : acc.combine->getOpOperands())
+    if (auto load = operand.get().getDefiningOp<memref::LoadOp>();
+        load && load.getMemRef() == store.getMemRef() &&
+        load.getIndices() == store.getIndices() && load->hasOneUse() &&
+        load->getBlock() == body) {
+      acc.load = load;
+      acc.value = acc.combine->getOperand(1 - operand.getOperandNumber());
+    }
+  if (!acc.load)
+    return failure();
+  return acc;
+}
+
 /// The accumulation `outer` is, if it is one: its loops carry no values and
-/// take their bounds from outside the nest, the innermost body reads acc[c]
-/// once, for `combine`, and otherwise only reads memory other than acc's.
+/// take their bounds from outside the nest, each store of the innermost
+/// body ends an accumulator into an allocation of its own, and every other
+/// op only reads memory that is no accumulator's.
 FailureOr<Accumulation> matchAccumulation(scf::ForOp outer) {
   Accumulation match;
   for (scf::ForOp loop = outer; loop;) {
@@ -229,43 +272,24 @@ FailureOr<Accumulation> matchAccumulation(scf::ForOp outer) {
                ? inner
                : scf::ForOp();
   }
-  Block *body = match.nest.back().getBody();
-  match.store =
-      dyn_cast_or_null<memref::StoreOp>(body->getTerminator()->getPrevNode());
-  if (!match.store)
-    return failure();
-  auto type = dyn_cast<FloatType>(match.store.getValueToStore().getType());
-  match.combine = match.store.getValueToStore().getDefiningOp();
-  if (!type || !match.combine || match.combine->getBlock() != body ||
-      match.combine->getNumOperands() != 2)
-    return failure();
-  match.identity = combineIdentity(match.combine, type);
-  if (!match.identity)
-    return failure();
-  Value acc = match.store.getMemRef();
-  if (!definedOutside(acc, outer))
-    return failure();
-  for (Value index : match.store.getIndices())
-    if (!definedOutside(index, outer))
+  Block *body = match.body();
+  DenseSet<Value> allocations;
+  for (auto store : body->getOps<memref::StoreOp>()) {
+    FailureOr<Accumulator> acc = matchAccumulator(store, body, outer);
+    if (failed(acc) ||
+        !allocations.insert(allocationOf(store.getMemRef())).second)
       return failure();
-  for (OpOperand &operand : match.combine->getOpOperands())
-    if (auto load = operand.get().getDefiningOp<memref::LoadOp>();
-        load && load.getMemRef() == acc &&
-        load.getIndices() == match.store.getIndices() && load->hasOneUse() &&
-        load->getBlock() == body) {
-      match.accLoad = load;
-      match.value = match.combine->getOperand(1 - operand.getOperandNumber());
-    }
-  if (!match.accLoad)
+    match.accumulators.push_back(*acc);
+  }
+  if (match.accumulators.empty())
     return failure();
-  Value accAllocation = allocationOf(acc);
   for (Operation &op : body->without_terminator()) {
-    if (&op == match.store || &op == match.accLoad)
+    if (match.isAccumulatorOp(&op))
       continue;
     if (op.getNumRegions() != 0 || !onlyReads(&op))
       return failure();
     if (auto load = dyn_cast<memref::LoadOp>(op);
-        load && allocationOf(load.getMemRef()) == accAllocation)
+        load && allocations.contains(allocationOf(load.getMemRef())))
       return failure();
   }
   return match;
@@ -343,11 +367,13 @@ SplitReduction buildSplit(RewriterBase &rewriter, Location loc,
       dynamicSizes.push_back(size);
   }
   shape.insert(slicing.last ? shape.end() : shape.begin(), slicing.count);
-  Value partials =
-      gpu::AllocOp::create(
-          rewriter, loc, MemRefType::get(shape, match.identity.getType()),
-          Type(), ValueRange{}, dynamicSizes, ValueRange{}, false)
-          .getMemref();
+  SmallVector<Value> partials;
+  for (Accumulator &acc : match.accumulators)
+    partials.push_back(
+        gpu::AllocOp::create(
+            rewriter, loc, MemRefType::get(shape, acc.identity.getType()),
+            Type(), ValueRange{}, dynamicSizes, ValueRange{}, false)
+            .getMemref());
   auto partialIndices = [&](Value slice, ValueRange columnIvs) {
     SmallVector<Value> indices(columnIvs);
     indices.insert(slicing.last ? indices.end() : indices.begin(), slice);
@@ -369,48 +395,65 @@ SplitReduction buildSplit(RewriterBase &rewriter, Location loc,
         steps.back() = arith::MulIOp::create(
             b, loc, steps.back(),
             arith::ConstantIndexOp::create(b, loc, slicing.count));
-        Value identity = arith::ConstantOp::create(b, loc, match.identity);
+        SmallVector<Value> identities;
+        for (Accumulator &acc : match.accumulators)
+          identities.push_back(arith::ConstantOp::create(b, loc, acc.identity));
         scf::LoopNest nest = scf::buildLoopNest(
-            b, loc, lower, upper, steps, ValueRange{identity},
+            b, loc, lower, upper, steps, identities,
             [&](OpBuilder &nb, Location, ValueRange loopIvs,
                 ValueRange carried) -> scf::ValueVector {
               for (auto [loop, iv] : llvm::zip(match.nest, loopIvs))
                 mapping.map(loop.getInductionVar(), iv);
-              mapping.map(match.accLoad.getResult(), carried.front());
-              for (Operation &op :
-                   match.nest.back().getBody()->without_terminator())
-                if (&op != match.store && &op != match.accLoad)
+              for (auto [acc, partial] : llvm::zip(match.accumulators, carried))
+                mapping.map(acc.load.getResult(), partial);
+              for (Operation &op : match.body()->without_terminator())
+                if (!match.isAccumulatorOp(&op))
                   nb.clone(op, mapping);
-              return {mapping.lookup(match.combine->getResult(0))};
+              scf::ValueVector results;
+              for (Accumulator &acc : match.accumulators)
+                results.push_back(mapping.lookup(acc.combine->getResult(0)));
+              return results;
             });
-        memref::StoreOp::create(b, loc, nest.results.front(), partials,
-                                partialIndices(slice, ivs));
+        for (auto [result, buffer] : llvm::zip(nest.results, partials))
+          memref::StoreOp::create(b, loc, result, buffer,
+                                  partialIndices(slice, ivs));
       });
 
   scf::ParallelOp totalLoop = buildColumnsLoop(
       rewriter, loc, columns, std::nullopt,
       [&](OpBuilder &b, IRMapping &mapping, Value, ValueRange ivs) {
-        SmallVector<Value> indices;
-        for (Value index : match.store.getIndices())
-          indices.push_back(mapping.lookupOrDefault(index));
-        Value acc = match.store.getMemRef();
-        Value start = memref::LoadOp::create(b, loc, acc, indices);
+        SmallVector<SmallVector<Value>> indices;
+        SmallVector<Value> starts;
+        for (Accumulator &acc : match.accumulators) {
+          indices.emplace_back();
+          for (Value index : acc.store.getIndices())
+            indices.back().push_back(mapping.lookupOrDefault(index));
+          starts.push_back(memref::LoadOp::create(b, loc, acc.store.getMemRef(),
+                                                  indices.back()));
+        }
         auto combined = scf::ForOp::create(
             b, loc, arith::ConstantIndexOp::create(b, loc, 0),
             arith::ConstantIndexOp::create(b, loc, slicing.count),
-            arith::ConstantIndexOp::create(b, loc, 1), ValueRange{start},
+            arith::ConstantIndexOp::create(b, loc, 1), starts,
             [&](OpBuilder &fb, Location, Value slice, ValueRange carried) {
-              Value part = memref::LoadOp::create(fb, loc, partials,
-                                                  partialIndices(slice, ivs));
-              IRMapping operands;
-              operands.map(match.accLoad.getResult(), carried.front());
-              operands.map(match.value, part);
-              Operation *next = fb.clone(*match.combine, operands);
-              scf::YieldOp::create(fb, loc, next->getResult(0));
+              SmallVector<Value> next;
+              for (auto [acc, buffer, total] :
+                   llvm::zip(match.accumulators, partials, carried)) {
+                Value part = memref::LoadOp::create(fb, loc, buffer,
+                                                    partialIndices(slice, ivs));
+                IRMapping operands;
+                operands.map(acc.load.getResult(), total);
+                operands.map(acc.value, part);
+                next.push_back(fb.clone(*acc.combine, operands)->getResult(0));
+              }
+              scf::YieldOp::create(fb, loc, next);
             });
-        memref::StoreOp::create(b, loc, combined.getResult(0), acc, indices);
+        for (auto [acc, result, at] :
+             llvm::zip(match.accumulators, combined.getResults(), indices))
+          memref::StoreOp::create(b, loc, result, acc.store.getMemRef(), at);
       });
-  gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, partials);
+  for (Value buffer : partials)
+    gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange{}, buffer);
   return {partialLoop, totalLoop};
 }
 
@@ -443,9 +486,9 @@ std::optional<int64_t> staticTripCount(scf::ForOp loop) {
 bool readsOwnRows(Accumulation &match, ValueRange columnIvs) {
   Value row = match.nest.back().getInductionVar();
   bool any = false;
-  for (Operation &op : match.nest.back().getBody()->without_terminator()) {
+  for (Operation &op : match.body()->without_terminator()) {
     auto load = dyn_cast<memref::LoadOp>(op);
-    if (!load || load == match.accLoad ||
+    if (!load || match.isAccumulatorOp(load) ||
         !llvm::is_contained(load.getIndices(), row))
       continue;
     if (load.getIndices().back() != row)
