@@ -17,7 +17,10 @@
 // - A reduction over many rows into few columns (a bias's or a layer
 //   norm's gradient once the row loop is inside the kernel) has a thread
 //   per column walking every row: 768 threads for 8,192 rows. It is split
-//   the same way, over slices of the rows for each column.
+//   the same way, over slices of the rows for each column. A reduction
+//   along long rows (a sum over the vocabulary) has a thread per row
+//   reading its own row, 32 rows apart in a warp: it takes a warp's 32
+//   lanes per row instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,13 +52,20 @@ struct SplitReduction {
 mlir::FailureOr<SplitReduction> splitFullReduction(mlir::RewriterBase &rewriter,
                                                    mlir::scf::ForOp loop);
 
-/// `parallel j { for i { acc[c(j)] = acc[c(j)] + v(i, j) } }` with few
-/// static columns j (a bias's gradient: 768 columns, each thread walking
-/// 8,192 rows) the same way: partial results P[s, j] over S interleaved
-/// slices of the innermost row loop, S chosen so that S times the columns
-/// is about 65,536 threads (at most 256 slices, each at least 4 rows where
-/// the rows are static), then acc[c(j)] combined with P[0..S, j] in order.
-/// Deterministic, in another order than the CPU's. Replaces `par`.
+/// `parallel j { for i { acc[c(j)] = acc[c(j)] + v(i, j) } }` (sums,
+/// maxima or minima; a nest of row loops; several accumulators in one
+/// loop, each into its own allocation) the same way, when it pays:
+/// - few static columns j (a bias's gradient: 768 columns, each thread
+///   walking 8,192 rows): P[s, j] over S interleaved slices of the
+///   innermost row loop, S such that S times the columns is about 65,536
+///   threads (at most 256 slices, each at least 4 rows where the rows are
+///   static);
+/// - otherwise, long static rows of their own (at least 256 elements, read
+///   along their contiguous dimension and by no other column: a row's sum
+///   over a vocabulary, not a matrix product): P[j, s] over a warp's 32
+///   lanes, so that a warp reads consecutive elements;
+/// then acc[c(j)] combined with P's slices in order. Deterministic, in
+/// another order than the CPU's. Replaces `par`.
 mlir::FailureOr<SplitReduction>
 splitColumnReduction(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par);
 
