@@ -17,9 +17,10 @@ no LLVM:
       - the products of gpt2_small's layers at B x T = 8192 rows, f32 and
         TF32: attnc's `loss` of sum(x @ W^T) on two parameters (device
         resident, a scalar out) against torch.sum(x @ w.t()) (cuBLAS);
-      - attention forward + backward, B=1, H=12 (H=6 at D=128), T = 1k..8k,
-        causal and not: attnc's `loss_grad` of sum(attention(q, k, v))
-        against F.scaled_dot_product_attention's forward and backward;
+      - attention forward, and forward + backward, B=1, H=12 (H=6 at
+        D=128), T = 1k..8k, causal and not: attnc's `loss` and `loss_grad`
+        of sum(attention(q, k, v)) against F.scaled_dot_product_attention
+        (its forward under no_grad, and forward and backward);
       - gpt2_small, B=8, T=1024: the training step (AdamW, clipping, as
         compiled) and forward + loss (the `loss` entry, a scalar out);
         PyTorch eager (F.scaled_dot_product_attention) and torch.compile on
@@ -296,14 +297,20 @@ def torch_model_rows(torch, args, weights, sizes, timer):
 
 
 def attention_torch(torch, args, d, mask, t, timer):
+    """PyTorch's SDPA on 1 x H x T x D: (forward, forward + backward)
+    seconds and H."""
     h = 12 if d == 64 else 6
     g = torch.Generator(device=args.device).manual_seed(1)
     qkv = [(torch.rand(1, h, t, d, device=args.device, generator=g) * 2 - 1).requires_grad_()
            for _ in range(3)]
 
+    def fwd():
+        with torch.no_grad():
+            sdpa(torch, *qkv, mask == "causal").sum()
+
     def fwd_bwd():
         sdpa(torch, *qkv, mask == "causal").sum().backward()
-    return timer.median(fwd_bwd), h
+    return timer.median(fwd), timer.median(fwd_bwd), h
 
 
 # ------------------------------------------------------------------ run
@@ -414,14 +421,17 @@ def run(args):
         # Weights "-": driver.c draws them in the process (seed 1).
         driver = AttncProcess(os.path.join(args.dir, f"sdpa_{attention_name(d, mask)}"), "-", 1)
         for t in sizes["lengths"]:
-            torch_s, h = attention_torch(torch, args, d, mask, t, timer)
+            torch_fwd, torch_both, h = attention_torch(torch, args, d, mask, t, timer)
             shape = f"1x{h}x{t}x{d}"
-            driver.ask(f"call loss_grad 1 {shape} {shape} {shape}")   # warm-up
-            attnc_s = float(driver.ask(
-                f"call loss_grad {args.reps} {shape} {shape} {shape}")[0][1]) / args.reps
-            tflops = attention_flops(h, t, d, mask, True) / attnc_s / 1e12
-            table.add(f"attention fwd+bwd {mask}, D={d}, H={h}, T={t}", attnc_s, torch_s,
-                      None, f"{tflops:.2f} TFLOP/s")
+            for entry, torch_s, backward in (("loss", torch_fwd, False),
+                                             ("loss_grad", torch_both, True)):
+                driver.ask(f"call {entry} 1 {shape} {shape} {shape}")   # warm-up
+                attnc_s = float(driver.ask(
+                    f"call {entry} {args.reps} {shape} {shape} {shape}")[0][1]) / args.reps
+                tflops = attention_flops(h, t, d, mask, backward) / attnc_s / 1e12
+                what = "fwd+bwd" if backward else "forward"
+                table.add(f"attention {what} {mask}, D={d}, H={h}, T={t}", attnc_s, torch_s,
+                          None, f"{tflops:.2f} TFLOP/s")
         driver.close()
 
     for precision in PRECISIONS:
