@@ -10,12 +10,14 @@
 # unit test's verdict and every table) and logs.tar.xz (every log).
 #   session.sh F32_PACK TF32_PACK OUT_DIR
 # The packs are pack.sh's; the benchmark travels in TF32_PACK (pack.sh's
-# BENCH_DIR). CHECK_LIMIT and BENCH_LIMIT (seconds) bound the two phases,
-# BENCH_ARGS is passed to bench_gpu.py run and TF32_ARGS to the tf32
-# checks' gpu_check.py run (e.g. --sanitize char_gpt).
+# BENCH_DIR). CHECK_LIMIT, BENCH_LIMIT and PROFILE_LIMIT (seconds) bound
+# the checks, the benchmark and each profile; BENCH_ARGS is passed to
+# bench_gpu.py run and TF32_ARGS to the tf32 checks' gpu_check.py run (e.g.
+# --sanitize char_gpt).
 set -u
 f32=$(realpath "$1") tf32=$(realpath "$2") out=$3
 CHECK_LIMIT=${CHECK_LIMIT:-210} BENCH_LIMIT=${BENCH_LIMIT:-240}
+PROFILE_LIMIT=${PROFILE_LIMIT:-60}
 BENCH_ARGS=${BENCH_ARGS:-} TF32_ARGS=${TF32_ARGS:-}
 export PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 # gpt2_small's PTX is JIT-compiled by the driver once, then read from its
@@ -59,11 +61,11 @@ if [ -f "$tf32/bench.tar.xz" ]; then
   # timed step with every launch waited for (ATTN_CUDA_PROFILE).
   bench=$(dirname "$run"/bench/*/bench_gpu.py)
   if [ -f "$bench/gpt2_small.safetensors" ]; then
-    echo "train 8 1024 1" | ATTN_CUDA_PROFILE=1 timeout "${PROFILE_LIMIT:-60}" \
+    echo "train 8 1024 1" | ATTN_CUDA_PROFILE=1 timeout "$PROFILE_LIMIT" \
       "$bench/gpt2_small_tf32" serve "$bench/gpt2_small.safetensors" 1 \
       > "$logs/bench/profile.txt" 2>&1
     # ... and its decoding: a 64-token prompt, then 63 steps.
-    echo "generate 64 64" | ATTN_CUDA_PROFILE=1 timeout "${PROFILE_LIMIT:-60}" \
+    echo "generate 64 64" | ATTN_CUDA_PROFILE=1 timeout "$PROFILE_LIMIT" \
       "$bench/gpt2_small_tf32" serve "$bench/gpt2_small.safetensors" 1 \
       > "$logs/bench/profile-decode.txt" 2>&1
   fi

@@ -1,15 +1,15 @@
 //===- GpuLoopRestructure.h - Host loops as parallel kernels ----*- C++ -*-===//
 //
-// Two shapes of sequential host loop that the GPU target would otherwise run
-// badly, rewritten into parallel loops that attn-gpu-map-loops turns into
-// kernels (used by it before it falls back to one GPU thread):
+// Shapes of loop that the GPU target would otherwise run badly, rewritten
+// into parallel loops that attn-gpu-map-loops turns into kernels (the
+// first two used by it before it falls back to one GPU thread):
 //
 // - A row loop around a parallel loop, `for i { parallel j { S(i, j) } }`
 //   (column reductions such as a bias's gradient, the embedding gradient's
 //   scatter-add), launches one kernel per row. When iterations j never
 //   touch the same memory, it is `parallel j { for i { S(i, j) } }`: one
-//   kernel whose threads each walk the rows in order, so the sums keep the
-//   CPU's order and no atomics are needed.
+//   kernel whose threads each walk the rows in order, so no atomics are
+//   needed (a scatter-add keeps the CPU's order; a sum may be split next).
 // - A full reduction into one element, `for i { acc = acc + f(x[i]) }` (a
 //   gradient norm over every parameter), runs on one thread. It becomes
 //   partial sums, thread p taking every P-th element (coalesced loads), and
