@@ -469,16 +469,6 @@ constexpr int64_t kMinSlices = 4;
 constexpr int64_t kRowSlices = 32;
 constexpr int64_t kMinRowLength = 256;
 
-/// The static trip count of `loop`, if it has one.
-std::optional<int64_t> staticTripCount(scf::ForOp loop) {
-  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
-  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-  if (!lower || !upper || !step || *step <= 0)
-    return std::nullopt;
-  return std::max<int64_t>(*upper - *lower, 0) / *step;
-}
-
 /// Whether the accumulation reads rows of its own: every load that depends
 /// on the innermost loop takes it as its last, contiguous index and is
 /// indexed by every column too (nothing one column reads is read by
@@ -516,7 +506,9 @@ std::optional<Slicing> chooseSlicing(Accumulation &match,
                 ? std::optional(*count * *constant)
                 : std::nullopt;
   }
-  std::optional<int64_t> rows = staticTripCount(match.nest.back());
+  std::optional<int64_t> rows;
+  if (std::optional<APInt> trips = match.nest.back().getStaticTripCount())
+    rows = trips->getZExtValue();
   if (count && *count > 0) {
     int64_t slices = std::min(
         kMaxSlices, int64_t(llvm::bit_floor(uint64_t(kSplitThreads / *count))));
@@ -553,8 +545,7 @@ FailureOr<SplitReduction> splitColumnReduction(RewriterBase &rewriter,
   columns.ivs = llvm::to_vector(par.getInductionVars());
   for (auto [lower, upper, step] :
        llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
-    if (!isConstantIntValue(lower, 0) || !isConstantIntValue(step, 1) ||
-        !definedOutside(upper, par))
+    if (!isConstantIntValue(lower, 0) || !isConstantIntValue(step, 1))
       return failure();
     columns.upper.push_back(upper);
   }
