@@ -772,7 +772,9 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
 /*===- Streams and events -------------------------------------------------===*/
 
 /* The process's one stream: the lowering creates a stream per launch or
-   per async region, which one in-order stream serves at no cost. */
+   per async region, which one in-order stream serves at no cost. The
+   compiler relies on that order: attn-gpu-elide-host-waits drops the host
+   waits between device work queued here. */
 void *mgpuStreamCreate(void) { return enter() ? st.stream : NULL; }
 
 /* A no-op: the one stream lives as long as the process. */

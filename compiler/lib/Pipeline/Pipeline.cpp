@@ -178,6 +178,8 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  // One in-order stream: the host waits only where it reads.
+  pm.addNestedPass<func::FuncOp>(createAttnGpuElideHostWaits());
 }
 
 /// loops to the LLVM dialect for the GPU: kernels to NVVM and PTX (loaded by

@@ -304,6 +304,25 @@ def AttnGpuMmaSync : Pass<"attn-gpu-mma-sync", "::mlir::gpu::GPUModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def AttnGpuElideHostWaits
+    : Pass<"attn-gpu-elide-host-waits", "::mlir::func::FuncOp"> {
+  let summary = "Drops the host's waits for the device that no host access "
+                "follows";
+  let description = [{
+    Input: host code after `gpu-async-region`, which makes the host wait
+    (`gpu.wait` without a result) at the end of every block that queued
+    device work and before every host op with memory effects, an `scf.if`
+    around a product's two ways included. The runtime queues all device
+    work on one in-order stream, so the host needs to wait only before it
+    reads, writes or frees memory that device work uses (a kernel's buffer,
+    either end of a copy), before an op whose effects are unknown (a call)
+    and before it returns. A wait is dropped when every path after it
+    (through the ends of the regions around it, around a loop and out of
+    it) meets queued device work or another wait first.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def AttnGpuLoopsOnHost : Pass<"attn-gpu-loops-on-host", "::mlir::func::FuncOp"> {
   let summary = "Runs the GPU mapping's loops on the host (for tests)";
   let description = [{
