@@ -382,6 +382,10 @@ typedef struct module_entry {
   CUmodule module; /* NULL until loaded */
   char *error;     /* why loading failed, kept so that it is not retried */
   attn_status error_status;
+  /* The kernel found last, keyed on the caller's name pointer: each launch
+     looks its kernel up, and attnc puts one kernel in each module. */
+  const char *last_name_key;
+  CUfunction last_function;
   struct module_entry *next;
 } module_entry;
 
@@ -604,11 +608,17 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   }
   pthread_mutex_lock(&cache_mu);
   attn_status s = load_locked(m, msg, sizeof msg);
-  if (s == ATTN_OK) {
+  if (s == ATTN_OK && m->last_name_key == name) {
+    function = m->last_function;
+  } else if (s == ATTN_OK) {
     function_entry *e = find_function(m, name, 1);
     if (!e)
       e = find_function(m, name, 0);
     function = e ? e->function : add_function(m, name);
+    if (function) {
+      m->last_name_key = name;
+      m->last_function = function;
+    }
   }
   pthread_mutex_unlock(&cache_mu);
   if (s != ATTN_OK)

@@ -271,6 +271,9 @@ static void test_kernel(void) {
   CHECK(mgpuModuleGetFunction(module, "no_such_kernel") == NULL);
   CHECK_FAILS(attn_cuda_take_error(), ATTN_ERR_NOT_FOUND,
               "cuModuleGetFunction", "no_such_kernel");
+  /* The kernel found last is cached per module; a failed lookup keeps it. */
+  CHECK(mgpuModuleGetFunction(module, "scale2") == fn);
+  CHECK(mgpuModuleGetFunction(module, copy) == fn);
 
   mgpuMemFree(dx, stream);
   attn_cuda_free_async(dy);
