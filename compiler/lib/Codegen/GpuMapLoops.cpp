@@ -12,8 +12,9 @@
 // - Each outermost `scf.parallel` becomes one kernel launch: its loops are
 //   collapsed into one, tiled by `kThreadsPerBlock`, the tiles mapped to
 //   blocks and the iterations of a tile to threads; loops nested inside run
-//   sequentially in their thread. A kernel written per warp (tensor-core
-//   products, GpuWarpTiles.h) keeps its blocks and warps as they are.
+//   sequentially in their thread. A kernel written per warp or per thread
+//   (tensor-core and SIMT products, GpuWarpTiles.h) keeps its blocks and
+//   threads as they are.
 // - A row loop around a parallel loop (column reductions, the embedding
 //   gradient's scatter-add) becomes one kernel whose threads walk the rows,
 //   and a full reduction into one element partial sums across threads
@@ -278,10 +279,9 @@ void mapParallelLoop(RewriterBase &rewriter, scf::ParallelOp loop) {
   mapToKernel(rewriter, loop);
 }
 
-/// A kernel written per warp (GpuWarpTiles.h): each dimension mapped to
-/// the block or thread its attribute names.
-void mapWarpTileKernel(scf::ParallelOp loop,
-                       ArrayRef<gpu::Processor> processors) {
+/// A kernel written per warp or per thread (GpuWarpTiles.h): each
+/// dimension mapped to the block or thread its attribute names.
+void mapTiledKernel(scf::ParallelOp loop, ArrayRef<gpu::Processor> processors) {
   MLIRContext *context = loop.getContext();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, context);
   SmallVector<gpu::ParallelLoopDimMappingAttr> dims;
@@ -322,8 +322,8 @@ void readOnHost(RewriterBase &rewriter, memref::LoadOp load) {
 LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
-      if (auto processors = warpTileProcessors(loop))
-        mapWarpTileKernel(loop, *processors);
+      if (auto processors = tiledKernelProcessors(loop))
+        mapTiledKernel(loop, *processors);
       else
         mapParallelLoop(rewriter, loop);
       continue;

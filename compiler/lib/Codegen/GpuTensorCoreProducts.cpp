@@ -3,15 +3,11 @@
 // The GPU target's `--precision tf32`, in two passes:
 //
 // - `attn-gpu-tensor-core-products` (on buffers, before linalg becomes
-//   loops): each f32 matrix product C += A B (matchMatmul: A stored [M, K]
-//   or [K, M], B [K, N] or [N, K]; matchBatchedMatmul: batches of them,
-//   the batch a dimension of blocks) becomes a kernel over the part of
-//   C that whole block tiles cover, with K taken in whole steps of 8, and
-//   linalg products on views for the rest (the rows below the last whole
-//   tile, the columns right of it, the last K mod 8 terms), which become
-//   generic kernels. A block of the kernel is a grid of warps, and each
-//   warp accumulates a grid of 16x8 fragments of C in registers over K,
-//   reading A and B from global memory (GpuWarpTiles.h).
+//   loops): each f32 matrix product becomes a kernel over its whole 64x64
+//   block tiles, K in steps of 8, and generic products for the rest
+//   (GpuBlockedProducts.h). A block of the kernel is a grid of warps, and
+//   each warp accumulates a grid of 16x8 fragments of C in registers over
+//   K, reading A and B from global memory (GpuWarpTiles.h).
 // - `attn-gpu-mma-sync` (on the kernels' gpu.module): MLIR's lowering of
 //   those warp-level contractions to `nvgpu.mma.sync` m16n8k8, the f32
 //   operands read as TF32.
@@ -20,8 +16,8 @@
 
 #include "attn/Codegen/Passes.h"
 
+#include "GpuBlockedProducts.h"
 #include "GpuWarpTiles.h"
-#include "MatmulMatch.h"
 
 #include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -58,11 +54,6 @@ struct Tiles {
   static constexpr int64_t blockM = warpM * warpsM, blockN = warpN * warpsN;
 };
 
-/// A range [offset, offset + size) of rows, columns or terms.
-struct Range {
-  OpFoldResult offset, size;
-};
-
 Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
@@ -75,36 +66,6 @@ Value plus(OpBuilder &b, Location loc, Value base, int64_t offset) {
     return base;
   AffineExpr d0 = b.getAffineDimExpr(0);
   return affine::AffineApplyOp::create(b, loc, d0 + offset, ValueRange{base});
-}
-
-/// The view of `memref` over its batch dimensions whole, then `rows` x
-/// `columns`.
-Value view(OpBuilder &b, Location loc, Value memref, unsigned batchRank,
-           Range rows, Range columns) {
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<OpFoldResult> offsets(batchRank, zero), sizes;
-  for (unsigned d = 0; d < batchRank; ++d)
-    sizes.push_back(memref::getMixedSize(b, loc, memref, d));
-  offsets.append({rows.offset, columns.offset});
-  sizes.append({rows.size, columns.size});
-  SmallVector<OpFoldResult> strides(batchRank + 2, one);
-  return memref::SubViewOp::create(b, loc, memref, offsets, sizes, strides);
-}
-
-/// `op` (C += A B) restricted to rows `m`, columns `n` and terms `k`.
-void productOnViews(RewriterBase &rewriter, linalg::LinalgOp op,
-                    const MatmulOperands &p, Range m, Range n, Range k) {
-  if (isZeroInteger(m.size) || isZeroInteger(n.size) || isZeroInteger(k.size))
-    return;
-  Location loc = op.getLoc();
-  unsigned batch = p.batchRank;
-  Value a = p.transposedA ? view(rewriter, loc, p.a, batch, k, m)
-                          : view(rewriter, loc, p.a, batch, m, k);
-  Value b = p.transposedB ? view(rewriter, loc, p.b, batch, n, k)
-                          : view(rewriter, loc, p.b, batch, k, n);
-  Value c = view(rewriter, loc, p.c, batch, m, n);
-  Operation *copy = rewriter.clone(*op.getOperation());
-  copy->setOperands({a, b, c});
 }
 
 /// Reads and writes of one warp's fragments of a product, at the batch
@@ -208,148 +169,43 @@ void emitWarpTile(FragmentAccess &access, const MatmulOperands &p, Value row,
       access.write(terms.getResult(i * cols.size() + j), p.c, r, c);
 }
 
-/// The index in each batch dimension (sizes `batchSizes`, the last the
-/// fastest) of the flat batch index `flat`.
-SmallVector<Value> batchIndices(OpBuilder &b, Location loc, Value flat,
-                                ArrayRef<OpFoldResult> batchSizes) {
-  SmallVector<Value> indices;
-  AffineExpr stride = b.getAffineConstantExpr(1);
-  SmallVector<Value> symbols;
-  for (OpFoldResult size : batchSizes)
-    symbols.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
-  // Dimension d's index: (flat floordiv (size d+1 * ... )) mod size d.
-  for (int64_t d = batchSizes.size() - 1; d >= 0; --d) {
-    AffineExpr index = b.getAffineDimExpr(0).floorDiv(stride);
-    if (d > 0)
-      index = index % b.getAffineSymbolExpr(d);
-    SmallVector<Value> operands{flat};
-    operands.append(symbols);
-    indices.insert(indices.begin(),
-                   affine::AffineApplyOp::create(
-                       b, loc,
-                       AffineMap::get(1, symbols.size(), index, b.getContext()),
-                       operands));
-    stride = stride * b.getAffineSymbolExpr(d);
-  }
-  return indices;
-}
-
-/// The kernel: blocks over `blocksM` x `blocksN` tiles of C and the batch
-/// (its dimensions flattened), each a grid of warps (lanes first), the
-/// first `kEnd` terms. A dimension of blocks that is one iteration is left
-/// out (GpuWarpTiles.h).
-void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
-                ArrayRef<OpFoldResult> batchSizes, OpFoldResult blocksM,
-                OpFoldResult blocksN, Value kEnd) {
+/// What a block's threads do: warp (thread y, thread z) of the block takes
+/// its 32x32 tile of C; the lanes (thread x) are divided later.
+void emitWarpTiles(OpBuilder &b, Location loc, const MatmulOperands &p,
+                   const BlockTile &tile) {
   using T = Tiles;
   using gpu::Processor;
-  Value zero = constantIndex(b, loc, 0), one = constantIndex(b, loc, 1);
-  SmallVector<Value> uppers;
-  SmallVector<int64_t> processors;
-  auto addDim = [&](OpFoldResult upper, Processor processor) {
-    if (isConstantIntValue(upper, 1))
-      return;
-    uppers.push_back(getValueOrCreateConstantIndexOp(b, loc, upper));
-    processors.push_back(static_cast<int64_t>(processor));
+  AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+  auto at = [&](Value blockIndex, int64_t blockSize, Value warpIndex,
+                int64_t warpSize) -> Value {
+    return affine::AffineApplyOp::create(b, loc,
+                                         d0 * blockSize + d1 * warpSize,
+                                         ValueRange{blockIndex, warpIndex});
   };
-  OpFoldResult batch = b.getIndexAttr(1);
-  for (OpFoldResult size : batchSizes)
-    batch = affine::makeComposedFoldedAffineApply(
-        b, loc, b.getAffineSymbolExpr(0) * b.getAffineSymbolExpr(1),
-        {batch, size});
-  addDim(batch, Processor::BlockZ);
-  addDim(blocksM, Processor::BlockY);
-  addDim(blocksN, Processor::BlockX);
-  addDim(b.getIndexAttr(kWarpSize), Processor::ThreadX);
-  addDim(b.getIndexAttr(T::warpsN), Processor::ThreadY);
-  addDim(b.getIndexAttr(T::warpsM), Processor::ThreadZ);
-  SmallVector<Value> lowers(uppers.size(), zero), steps(uppers.size(), one);
-  auto loop = scf::ParallelOp::create(
-      b, loc, lowers, uppers, steps,
-      [&](OpBuilder &b, Location loc, ValueRange ivs) {
-        auto index = [&](Processor processor) {
-          auto it = llvm::find(processors, static_cast<int64_t>(processor));
-          return it == processors.end() ? zero : ivs[it - processors.begin()];
-        };
-        AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
-        auto at = [&](Value blockIndex, int64_t blockSize, Value warpIndex,
-                      int64_t warpSize) -> Value {
-          return affine::AffineApplyOp::create(
-              b, loc, d0 * blockSize + d1 * warpSize,
-              ValueRange{blockIndex, warpIndex});
-        };
-        Value row = at(index(Processor::BlockY), T::blockM,
-                       index(Processor::ThreadZ), T::warpM);
-        Value col = at(index(Processor::BlockX), T::blockN,
-                       index(Processor::ThreadY), T::warpN);
-        FragmentAccess access{
-            b, loc,
-            batchSizes.empty()
-                ? SmallVector<Value>{}
-                : batchIndices(b, loc, index(Processor::BlockZ), batchSizes)};
-        emitWarpTile(access, p, row, col, kEnd);
-      });
-  loop->setAttr(kWarpTilesAttr, b.getDenseI64ArrayAttr(processors));
-}
-
-/// `op` as the kernel over whole tiles and products on views for the rest;
-/// left as it is when no whole tile fits.
-void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
-                    const MatmulOperands &p) {
-  using T = Tiles;
-  rewriter.setInsertionPoint(op);
-  Location loc = op.getLoc();
-  AffineExpr d0 = rewriter.getAffineDimExpr(0);
-  auto apply = [&](AffineExpr e, OpFoldResult x) {
-    return affine::makeComposedFoldedAffineApply(rewriter, loc, e, {x});
-  };
-  unsigned batch = p.batchRank;
-  SmallVector<OpFoldResult> batchSizes;
-  for (unsigned d = 0; d < batch; ++d)
-    batchSizes.push_back(memref::getMixedSize(rewriter, loc, p.c, d));
-  OpFoldResult m = memref::getMixedSize(rewriter, loc, p.c, batch);
-  OpFoldResult n = memref::getMixedSize(rewriter, loc, p.c, batch + 1);
-  OpFoldResult k =
-      memref::getMixedSize(rewriter, loc, p.a, batch + (p.transposedA ? 0 : 1));
-  OpFoldResult blocksM = apply(d0.floorDiv(T::blockM), m);
-  OpFoldResult blocksN = apply(d0.floorDiv(T::blockN), n);
-  OpFoldResult kWhole = apply(d0.floorDiv(T::fragK) * T::fragK, k);
-  if (isZeroInteger(blocksM) || isZeroInteger(blocksN) || isZeroInteger(kWhole))
-    return;
-  OpFoldResult mWhole = apply(d0.floorDiv(T::blockM) * T::blockM, m);
-  OpFoldResult nWhole = apply(d0.floorDiv(T::blockN) * T::blockN, n);
-  OpFoldResult zero = rewriter.getIndexAttr(0);
-
-  emitKernel(rewriter, loc, p, batchSizes, blocksM, blocksN,
-             getValueOrCreateConstantIndexOp(rewriter, loc, kWhole));
-  Range mAll{zero, m}, nAll{zero, n};
-  Range kFirst{zero, kWhole};
-  productOnViews(rewriter, op, p, {mWhole, apply(d0 % T::blockM, m)}, nAll,
-                 kFirst);
-  productOnViews(rewriter, op, p, {zero, mWhole},
-                 {nWhole, apply(d0 % T::blockN, n)}, kFirst);
-  productOnViews(rewriter, op, p, mAll, nAll,
-                 {kWhole, apply(d0 % T::fragK, k)});
-  rewriter.eraseOp(op);
+  Value row = at(tile.blockRow, T::blockM, tile.thread(Processor::ThreadZ),
+                 T::warpM);
+  Value col = at(tile.blockCol, T::blockN, tile.thread(Processor::ThreadY),
+                 T::warpN);
+  FragmentAccess access{b, loc, tile.batch};
+  emitWarpTile(access, p, row, col, tile.kEnd);
 }
 
 struct GpuTensorCoreProductsPass
     : impl::AttnGpuTensorCoreProductsBase<GpuTensorCoreProductsPass> {
   void runOnOperation() override {
-    SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
-    getOperation().walk([&](linalg::LinalgOp op) {
-      std::optional<MatmulOperands> p = matchMatmul(op);
-      if (!p)
-        p = matchBatchedMatmul(op);
-      // The views replace A, B and C by position: each must be its own
-      // operand.
-      if (p && !p->lowPrecisionB() && p->a != p->b && p->a != p->c &&
-          p->b != p->c)
-        products.emplace_back(op, *p);
-    });
+    using T = Tiles;
+    using gpu::Processor;
+    BlockedKernel kernel{T::blockM,
+                         T::blockN,
+                         T::fragK,
+                         {{Processor::ThreadX, kWarpSize},
+                          {Processor::ThreadY, T::warpsN},
+                          {Processor::ThreadZ, T::warpsM}},
+                         kWarpTilesAttr,
+                         emitWarpTiles};
     IRRewriter rewriter(&getContext());
-    for (auto &[op, p] : products)
-      rewriteProduct(rewriter, op, p);
+    for (auto &[op, p] : collectBlockableProducts(getOperation()))
+      rewriteBlockedProduct(rewriter, op, p, kernel);
   }
 };
 

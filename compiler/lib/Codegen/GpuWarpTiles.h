@@ -9,6 +9,10 @@
 // by `gpu.lane_id`: the dimension of thread x runs over the lanes (so that
 // a warp's lanes are consecutive threads) and the body does not use it.
 //
+// A kernel written per thread (attn-gpu-simt-products) is one such loop
+// too, marked `kThreadTilesAttr`: mapped as it stands, every thread its own
+// work.
+//
 // One loop, not blocks around threads: canonicalisation merges perfectly
 // nested parallel loops, and drops the attributes of a loop it rewrites
 // (the kernel has no dimension of one iteration for it to fold).
@@ -26,18 +30,35 @@ namespace attn {
 /// A DenseI64ArrayAttr: the gpu::Processor of each dimension of the loop.
 inline constexpr llvm::StringLiteral kWarpTilesAttr = "attn.warp_tiles";
 
+/// The same for a kernel written per thread.
+inline constexpr llvm::StringLiteral kThreadTilesAttr = "attn.thread_tiles";
+
 inline constexpr int64_t kWarpSize = 32;
 
-/// The processors of the dimensions of a kernel written per warp, or none.
+/// The processors `attr` names for the dimensions of `loop`, or none.
 inline std::optional<llvm::SmallVector<mlir::gpu::Processor>>
-warpTileProcessors(mlir::scf::ParallelOp loop) {
-  auto dims = loop->getAttrOfType<mlir::DenseI64ArrayAttr>(kWarpTilesAttr);
+namedProcessors(mlir::scf::ParallelOp loop, llvm::StringRef attr) {
+  auto dims = loop->getAttrOfType<mlir::DenseI64ArrayAttr>(attr);
   if (!dims)
     return std::nullopt;
   llvm::SmallVector<mlir::gpu::Processor> processors;
   for (int64_t dim : dims.asArrayRef())
     processors.push_back(static_cast<mlir::gpu::Processor>(dim));
   return processors;
+}
+
+/// The processors of the dimensions of a kernel written per warp, or none.
+inline std::optional<llvm::SmallVector<mlir::gpu::Processor>>
+warpTileProcessors(mlir::scf::ParallelOp loop) {
+  return namedProcessors(loop, kWarpTilesAttr);
+}
+
+/// The processors of a kernel written per warp or per thread, or none.
+inline std::optional<llvm::SmallVector<mlir::gpu::Processor>>
+tiledKernelProcessors(mlir::scf::ParallelOp loop) {
+  if (auto processors = namedProcessors(loop, kWarpTilesAttr))
+    return processors;
+  return namedProcessors(loop, kThreadTilesAttr);
 }
 
 } // namespace attn

@@ -161,7 +161,9 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
   pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
   if (tensorCores)
     pm.addNestedPass<func::FuncOp>(createAttnGpuTensorCoreProducts());
-  // After the tensor cores' pass: the rows its blocks leave are products of
+  else
+    pm.addNestedPass<func::FuncOp>(createAttnGpuSimtProducts());
+  // After the tiled products: the rows their blocks leave are products of
   // few rows too.
   pm.addNestedPass<func::FuncOp>(createAttnGpuFewRowProducts());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

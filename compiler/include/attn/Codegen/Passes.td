@@ -267,6 +267,27 @@ def AttnGpuTensorCoreProducts
                            "::mlir::vector::VectorDialect"];
 }
 
+def AttnGpuSimtProducts
+    : Pass<"attn-gpu-simt-products", "::mlir::func::FuncOp"> {
+  let summary = "f32 matrix products as kernels of 4x4 tiles of C per "
+                "thread (GPU target, --precision f32)";
+  let description = [{
+    Input: linalg on buffers (GPU target). Each f32 matrix product
+    C += A B (A [M, K] or [K, M], B [K, N] or [N, K]; or a batch of them)
+    becomes one parallel loop over 64x64 blocks of C and each block's
+    16 x 16 threads, named by `attn.thread_tiles`, whose threads each keep
+    a 4 x 4 tile of C (rows y + 16 i, columns x + 16 j) in registers and
+    add one term of K at a time with fused multiply-adds; the rows and
+    columns no whole block covers stay linalg products on views.
+    attn-gpu-map-loops maps the loop to blocks and threads as it stands.
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def AttnGpuFewRowProducts
     : Pass<"attn-gpu-few-row-products", "::mlir::func::FuncOp"> {
   let summary = "Products of few rows (decoding) as partial sums over 32 "
