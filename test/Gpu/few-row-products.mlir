@@ -38,3 +38,26 @@ func.func @others(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130
   linalg.matmul ins(%u, %v : memref<?x64xf32>, memref<64x96xf32>) outs(%z : memref<?x96xf32>)
   return
 }
+
+// A zero fill of C right before the product moves into both ways, right
+// before what accumulates into C (attn-gpu-map-loops then starts C in that
+// kernel).
+// CHECK-LABEL: func.func @from_zero
+// CHECK-NOT: linalg.fill
+// CHECK: scf.if
+// CHECK: linalg.fill {{.*}} outs(%{{.*}} : memref<?x2304x32xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : memref<?x2304x32xf32>)
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<?x2304xf32>)
+// CHECK-NEXT: linalg.generic {{.*}} outs(%arg2 : memref<?x2304xf32>)
+// CHECK: } else {
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<?x2304xf32>)
+// CHECK-NEXT: linalg.matmul
+// CHECK: }
+// CHECK-NEXT: return
+func.func @from_zero(%x: memref<?x768xf32>, %w: memref<2304x768xf32>, %y: memref<?x2304xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x2304xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<?x768xf32>, memref<2304x768xf32>) outs(%y : memref<?x2304xf32>)
+  return
+}

@@ -317,3 +317,108 @@ func.func @two_accumulators(%dy: memref<?x?x192xf32>, %xhat: memref<?x?x192xf32>
   }
   return
 }
+
+// A fill right before the reduction into the same elements (a softmax's
+// row maximum starting from -inf) becomes the reduction's first store, in
+// its kernel: one kernel, not two. The bounds are other values of the same
+// sizes (the reduction's come through a reshape).
+// CHECK-LABEL: func.func @fill_then_max
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: memref.store %[[NINF:.*]], %arg1[%[[I:.*]], %[[J:.*]], %[[K:.*]]]
+// CHECK-NEXT: scf.for
+// CHECK: arith.maximumf
+// CHECK: memref.store %{{.*}}, %arg1[%[[I]], %[[J]], %[[K]]]
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @fill_then_max(%s: memref<?x12x?x?xf32>, %m: memref<?x12x?xf32>, %flat: memref<?x768xf32>, %b: index, %t: index, %u: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c12 = arith.constant 12 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %rows = memref.expand_shape %flat [[0, 1], [2]] output_shape [%b, %t, 768] : memref<?x768xf32> into memref<?x?x768xf32>
+  %rb = memref.dim %rows, %c0 : memref<?x?x768xf32>
+  %rt = memref.dim %rows, %c1 : memref<?x?x768xf32>
+  scf.parallel (%i, %j, %k) = (%c0, %c0, %c0) to (%b, %c12, %t) step (%c1, %c1, %c1) {
+    memref.store %ninf, %m[%i, %j, %k] : memref<?x12x?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j, %k) = (%c0, %c0, %c0) to (%rb, %c12, %rt) step (%c1, %c1, %c1) {
+    scf.for %l = %c0 to %u step %c1 {
+      %x = memref.load %s[%i, %j, %k, %l] : memref<?x12x?x?xf32>
+      %a = memref.load %m[%i, %j, %k] : memref<?x12x?xf32>
+      %y = arith.maximumf %x, %a : f32
+      memref.store %y, %m[%i, %j, %k] : memref<?x12x?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// A fill before a column sum that is split: the combining kernel starts
+// from the fill's value instead of reading the accumulator; two kernels.
+// CHECK-LABEL: func.func @fill_then_column_sum
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[P:.*]] = gpu.alloc () : memref<256x192xf32>
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}}, %[[P]]
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK-NOT: memref.load %arg1
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c256{{.*}} iter_args(%{{.*}} = %[[ZERO]])
+// CHECK: memref.load %[[P]]
+// CHECK: memref.store %{{.*}}, %arg1
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @fill_then_column_sum(%x: memref<?x192xf32>, %acc: memref<192xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c192 = arith.constant 192 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%j) = (%c0) to (%c192) step (%c1) {
+    memref.store %zero, %acc[%j] : memref<192xf32>
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%c192) step (%c1) {
+    scf.for %i = %c0 to %n step %c1 {
+      %a = memref.load %x[%i, %j] : memref<?x192xf32>
+      %b = memref.load %acc[%j] : memref<192xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %acc[%j] : memref<192xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// A fill over other columns than the reduction's stays a kernel of its own.
+// CHECK-LABEL: func.func @fill_of_other_columns
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}}, %arg1
+// CHECK-NOT: scf.for
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.for
+func.func @fill_of_other_columns(%x: memref<?x?xf32>, %acc: memref<?xf32>, %n: index, %cols: index, %fewer: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%j) = (%c0) to (%fewer) step (%c1) {
+    memref.store %zero, %acc[%j] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%cols) step (%c1) {
+    scf.for %i = %c0 to %n step %c1 {
+      %a = memref.load %x[%j, %i] : memref<?x?xf32>
+      %b = memref.load %acc[%j] : memref<?xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %acc[%j] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}

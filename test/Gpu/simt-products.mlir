@@ -3,7 +3,8 @@
 // C and the 16 x 16 threads (x, y) of each block, named by
 // attn.thread_tiles (gpu::Processor values: 0-2 blocks x-z, 3-5 threads
 // x-z); each thread keeps rows y + 16 i and columns x + 16 j of the block
-// in registers and adds one term at a time with fused multiply-adds;
+// in registers and adds one term at a time (multiply-adds marked
+// contract: fused on the GPU);
 // linalg products on views cover the rest of C.
 // RUN: attnc-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-simt-products))' | FileCheck %s
 
@@ -27,7 +28,9 @@
 // CHECK-COUNT-2: memref.load %arg0
 // CHECK: memref.load %arg1[%[[C0]], %[[K]]]
 // CHECK-COUNT-3: memref.load %arg1
-// CHECK-COUNT-16: math.fma
+// CHECK: arith.mulf %{{.*}} fastmath<contract>
+// CHECK-NEXT: arith.addf %{{.*}} fastmath<contract>
+// CHECK-COUNT-15: arith.addf
 // CHECK: scf.yield
 // CHECK: memref.store %{{.*}}#0, %arg2[%[[R0]], %[[C0]]]
 // CHECK-COUNT-15: memref.store
@@ -98,5 +101,28 @@ func.func @values(%p: memref<?x6x?x?xf32>, %v: memref<?x6x?x64xf32>, %o: memref<
     %r = arith.addf %c, %m : f32
     linalg.yield %r : f32
   }
+  return
+}
+
+// A zero fill of C right before the product: the kernel starts its tiles
+// from zero instead of reading C, the fill goes, and each product on a view
+// fills its own part of C first.
+// CHECK-LABEL: func.func @from_zero
+// CHECK-NOT: linalg.fill
+// CHECK: scf.parallel
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NOT: memref.load %arg2
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]],
+// CHECK: } {attn.thread_tiles
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[ROWS:.*]] : memref<?x130xf32, strided<[130, 1], offset: ?>>)
+// CHECK-NEXT: linalg.matmul {{.*}} outs(%[[ROWS]] :
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[COLS:.*]] : memref<?x2xf32, strided<[130, 1], offset: 128>>)
+// CHECK-NEXT: linalg.matmul {{.*}} outs(%[[COLS]] :
+// CHECK-NEXT: return
+func.func @from_zero(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x130xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<?x72xf32>, memref<130x72xf32>) outs(%y : memref<?x130xf32>)
   return
 }

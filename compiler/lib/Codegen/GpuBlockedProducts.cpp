@@ -42,9 +42,11 @@ Value view(OpBuilder &b, Location loc, Value memref, unsigned batchRank,
   return memref::SubViewOp::create(b, loc, memref, offsets, sizes, strides);
 }
 
-/// `op` (C += A B) restricted to rows `m`, columns `n` and terms `k`.
+/// `op` (C += A B) restricted to rows `m`, columns `n` and terms `k`, those
+/// elements of C set to zero first if `fromZero`.
 void productOnViews(RewriterBase &rewriter, linalg::LinalgOp op,
-                    const MatmulOperands &p, Range m, Range n, Range k) {
+                    const MatmulOperands &p, Range m, Range n, Range k,
+                    bool fromZero = false) {
   if (isZeroInteger(m.size) || isZeroInteger(n.size) || isZeroInteger(k.size))
     return;
   Location loc = op.getLoc();
@@ -54,6 +56,11 @@ void productOnViews(RewriterBase &rewriter, linalg::LinalgOp op,
   Value b = p.transposedB ? view(rewriter, loc, p.b, batch, n, k)
                           : view(rewriter, loc, p.b, batch, k, n);
   Value c = view(rewriter, loc, p.c, batch, m, n);
+  if (fromZero) {
+    Value zero =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+    linalg::FillOp::create(rewriter, loc, zero, c);
+  }
   Operation *copy = rewriter.clone(*op.getOperation());
   copy->setOperands({a, b, c});
 }
@@ -89,7 +96,8 @@ SmallVector<Value> batchIndices(OpBuilder &b, Location loc, Value flat,
 /// terms. A dimension that is one iteration is left out (GpuWarpTiles.h).
 void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
                 const BlockedKernel &kernel, ArrayRef<OpFoldResult> batchSizes,
-                OpFoldResult blocksM, OpFoldResult blocksN, Value kEnd) {
+                OpFoldResult blocksM, OpFoldResult blocksN, Value kEnd,
+                bool zeroStart) {
   using gpu::Processor;
   Value zero = constantIndex(b, loc, 0), one = constantIndex(b, loc, 1);
   SmallVector<Value> uppers;
@@ -122,7 +130,8 @@ void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
             batchSizes.empty()
                 ? SmallVector<Value>{}
                 : batchIndices(b, loc, index(Processor::BlockZ), batchSizes),
-            index(Processor::BlockY), index(Processor::BlockX), index, kEnd};
+            index(Processor::BlockY), index(Processor::BlockX), index, kEnd,
+            zeroStart};
         kernel.emitBlock(b, loc, p, tile);
       });
   loop->setAttr(kernel.processorsAttr, b.getDenseI64ArrayAttr(processors));
@@ -169,18 +178,26 @@ void rewriteBlockedProduct(RewriterBase &rewriter, linalg::LinalgOp op,
   OpFoldResult mWhole = apply(d0.floorDiv(kernel.blockM) * kernel.blockM, m);
   OpFoldResult nWhole = apply(d0.floorDiv(kernel.blockN) * kernel.blockN, n);
   OpFoldResult zero = rewriter.getIndexAttr(0);
+  linalg::FillOp zeroFill =
+      kernel.canStartFromZero ? precedingZeroFill(op, p.c) : nullptr;
 
   emitKernel(rewriter, loc, p, kernel, batchSizes, blocksM, blocksN,
-             getValueOrCreateConstantIndexOp(rewriter, loc, kWhole));
+             getValueOrCreateConstantIndexOp(rewriter, loc, kWhole),
+             bool(zeroFill));
   Range mAll{zero, m}, nAll{zero, n};
   Range kFirst{zero, kWhole};
+  // The tiles and these two parts of C are disjoint; the last K mod step
+  // terms are added to all of C after them.
   productOnViews(rewriter, op, p, {mWhole, apply(d0 % kernel.blockM, m)},
-                 nAll, kFirst);
+                 nAll, kFirst, bool(zeroFill));
   productOnViews(rewriter, op, p, {zero, mWhole},
-                 {nWhole, apply(d0 % kernel.blockN, n)}, kFirst);
+                 {nWhole, apply(d0 % kernel.blockN, n)}, kFirst,
+                 bool(zeroFill));
   productOnViews(rewriter, op, p, mAll, nAll,
                  {kWhole, apply(d0 % kernel.stepK, k)});
   rewriter.eraseOp(op);
+  if (zeroFill)
+    rewriter.eraseOp(zeroFill);
 }
 
 } // namespace attn

@@ -37,6 +37,9 @@ struct BlockTile {
   std::function<mlir::Value(mlir::gpu::Processor)> thread;
   /// The first kEnd terms of A B, a multiple of the step.
   mlir::Value kEnd;
+  /// Whether C starts from zero (its zero fill was dropped) rather than
+  /// from its elements.
+  bool zeroStart = false;
 };
 
 struct BlockedKernel {
@@ -45,6 +48,10 @@ struct BlockedKernel {
   llvm::SmallVector<std::pair<mlir::gpu::Processor, int64_t>> threads;
   /// The attribute naming the kernel loop's processors.
   llvm::StringRef processorsAttr;
+  /// Whether emitBlock can start C from zero: a zero fill of C right before
+  /// the product is then dropped, and the products on views start with
+  /// fills of their own parts of C.
+  bool canStartFromZero;
   /// Emits, where the builder stands, what one thread of the block does.
   std::function<void(mlir::OpBuilder &, mlir::Location,
                      const MatmulOperands &, const BlockTile &)>
@@ -57,7 +64,8 @@ llvm::SmallVector<std::pair<mlir::linalg::LinalgOp, MatmulOperands>>
 collectBlockableProducts(mlir::func::FuncOp func);
 
 /// `op` as `kernel` over its whole tiles and products on views for the
-/// rest; left as it is when no whole tile fits.
+/// rest; left as it is when no whole tile fits. A zero fill of C right
+/// before `op` is taken into the kernel if it can start from zero.
 void rewriteBlockedProduct(mlir::RewriterBase &rewriter,
                            mlir::linalg::LinalgOp op, const MatmulOperands &p,
                            const BlockedKernel &kernel);

@@ -68,8 +68,11 @@ Value sliced(OpBuilder &b, Location loc, Value memref) {
                                        groups, shape);
 }
 
-/// The partial sums and their sum, in place of the product.
-void emitPartialSums(OpBuilder &b, Location loc, const MatmulOperands &p) {
+/// The partial sums and their sum, in place of the product; C filled with
+/// `zeroFill` (a clone) right before the sum when given, so that the sum's
+/// kernel starts C itself (attn-gpu-map-loops, absorbInitialFills).
+void emitPartialSums(OpBuilder &b, Location loc, const MatmulOperands &p,
+                     linalg::FillOp zeroFill) {
   MLIRContext *context = b.getContext();
   Value a = sliced(b, loc, p.a), w = sliced(b, loc, p.b);
   int64_t n = cast<MemRefType>(p.b.getType()).getDimSize(0);
@@ -97,6 +100,8 @@ void emitPartialSums(OpBuilder &b, Location loc, const MatmulOperands &p) {
             b, loc,
             ValueRange{arith::AddFOp::create(b, loc, args[2], product)});
       });
+  if (zeroFill)
+    b.clone(*zeroFill);
   linalg::GenericOp::create(
       b, loc, ValueRange{partial}, ValueRange{p.c},
       ArrayRef<AffineMap>{AffineMap::get(3, 0, {d(0), d(1), d(2)}, context),
@@ -120,10 +125,12 @@ bool takesPartialSums(const MatmulOperands &p) {
 }
 
 /// `op` under a branch on its rows: the partial sums for few, `op` as it
-/// is for more.
+/// is for more. A zero fill of C right before `op` moves into both ways,
+/// right before what accumulates into C.
 void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
                     const MatmulOperands &p) {
   Location loc = op.getLoc();
+  linalg::FillOp zeroFill = precedingZeroFill(op, p.c);
   rewriter.setInsertionPoint(op);
   Value rows = memref::DimOp::create(rewriter, loc, p.c, 0);
   Value few = arith::CmpIOp::create(
@@ -131,8 +138,10 @@ void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
       arith::ConstantIndexOp::create(rewriter, loc, kFewRows));
   auto branch = scf::IfOp::create(rewriter, loc, few, /*withElse=*/true);
   OpBuilder thenBuilder = branch.getThenBodyBuilder();
-  emitPartialSums(thenBuilder, loc, p);
+  emitPartialSums(thenBuilder, loc, p, zeroFill);
   rewriter.moveOpBefore(op, branch.elseBlock()->getTerminator());
+  if (zeroFill)
+    rewriter.moveOpBefore(zeroFill, op);
 }
 
 struct GpuFewRowProductsPass

@@ -352,12 +352,13 @@ scf::ParallelOp buildColumnsLoop(
 /// The accumulation as two parallel loops over a temporary P of the
 /// columns and the slices: partial results over `slicing.count`
 /// interleaved slices of the innermost loop (slice s taking its iterations
-/// s, s + count, ...), then acc[c] combined with them in slice order. Both
+/// s, s + count, ...), then acc[c] combined with them in slice order, or
+/// the accumulator's `initial` value instead of acc[c] where given. Both
 /// are inserted before the rewriter's insertion point; the caller erases
 /// what they replace.
 SplitReduction buildSplit(RewriterBase &rewriter, Location loc,
                           Accumulation &match, const Columns &columns,
-                          Slicing slicing) {
+                          Slicing slicing, ArrayRef<Value> initial = {}) {
   SmallVector<int64_t> shape;
   SmallVector<Value> dynamicSizes;
   for (Value size : columns.upper) {
@@ -424,12 +425,15 @@ SplitReduction buildSplit(RewriterBase &rewriter, Location loc,
       [&](OpBuilder &b, IRMapping &mapping, Value, ValueRange ivs) {
         SmallVector<SmallVector<Value>> indices;
         SmallVector<Value> starts;
-        for (Accumulator &acc : match.accumulators) {
+        for (auto [i, acc] : llvm::enumerate(match.accumulators)) {
           indices.emplace_back();
           for (Value index : acc.store.getIndices())
             indices.back().push_back(mapping.lookupOrDefault(index));
-          starts.push_back(memref::LoadOp::create(b, loc, acc.store.getMemRef(),
-                                                  indices.back()));
+          starts.push_back(!initial.empty() && initial[i]
+                               ? initial[i]
+                               : memref::LoadOp::create(b, loc,
+                                                        acc.store.getMemRef(),
+                                                        indices.back()));
         }
         auto combined = scf::ForOp::create(
             b, loc, arith::ConstantIndexOp::create(b, loc, 0),
@@ -523,7 +527,137 @@ std::optional<Slicing> chooseSlicing(Accumulation &match,
   return std::nullopt;
 }
 
+/// A parallel loop's body as splitColumnReduction and absorbInitialFills
+/// take it: side-effect-free ops (`prefix`), stores of values defined
+/// outside the loop (`initialStores`, which absorbInitialFills made), and
+/// an accumulation (`match`) last.
+struct ColumnAccumulation {
+  Accumulation match;
+  SmallVector<Operation *> prefix;
+  SmallVector<memref::StoreOp> initialStores;
+};
+
+FailureOr<ColumnAccumulation> matchColumnAccumulation(scf::ParallelOp par) {
+  if (!par.getInitVals().empty())
+    return failure();
+  Block *body = par.getBody();
+  auto outer =
+      dyn_cast_or_null<scf::ForOp>(body->getTerminator()->getPrevNode());
+  if (!outer)
+    return failure();
+  ColumnAccumulation result;
+  for (Operation &op : body->without_terminator()) {
+    if (&op == outer.getOperation())
+      continue;
+    if (auto store = dyn_cast<memref::StoreOp>(op);
+        store && definedOutside(store.getValueToStore(), par)) {
+      result.initialStores.push_back(store);
+      continue;
+    }
+    if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+      return failure();
+    result.prefix.push_back(&op);
+  }
+  FailureOr<Accumulation> match = matchAccumulation(outer);
+  if (failed(match))
+    return failure();
+  result.match = std::move(*match);
+  return result;
+}
+
+/// The accumulator of `match` into buffer[indices], if there is one.
+Accumulator *findAccumulator(Accumulation &match, Value buffer,
+                             ValueRange indices) {
+  for (Accumulator &acc : match.accumulators)
+    if (acc.store.getMemRef() == buffer &&
+        llvm::equal(acc.store.getIndices(), indices))
+      return &acc;
+  return nullptr;
+}
+
+/// The buffer and the value of `loop` if it is a fill, `parallel j {
+/// buffer[j] = value }` from 0 in steps of 1, `value` defined outside it.
+std::optional<std::pair<Value, Value>> matchFill(scf::ParallelOp loop) {
+  Block *body = loop.getBody();
+  auto store = dyn_cast<memref::StoreOp>(body->front());
+  if (!loop.getInitVals().empty() || body->getOperations().size() != 2 ||
+      !store || !definedOutside(store.getValueToStore(), loop) ||
+      !llvm::equal(store.getIndices(), loop.getInductionVars()))
+    return std::nullopt;
+  return std::make_pair(store.getMemRef(), store.getValueToStore());
+}
+
+/// `size` traced back as far as canonicalSize goes, however many reshapes
+/// the trace crosses (a layer's sizes come through every layer before it),
+/// and through the sizes of arena slots (memref.view).
+Value tracedSize(Value size) {
+  while (true) {
+    Value next = canonicalSize(size);
+    if (auto dim = next.getDefiningOp<memref::DimOp>()) {
+      auto view = dim.getSource().getDefiningOp<memref::ViewOp>();
+      std::optional<int64_t> index = dim.getConstantIndex();
+      if (view && index && view.getType().isDynamicDim(*index))
+        next = view.getSizes()[view.getType().getDynamicDimIndex(*index)];
+    }
+    if (next == size)
+      return size;
+    size = next;
+  }
+}
+
+/// Whether `a` and `b` run over the same iterations from 0 in steps of 1,
+/// their upper bounds equal as tracedSize traces them.
+bool sameColumns(scf::ParallelOp a, scf::ParallelOp b) {
+  if (a.getNumLoops() != b.getNumLoops())
+    return false;
+  for (scf::ParallelOp loop : {a, b})
+    for (auto [lower, step] : llvm::zip(loop.getLowerBound(), loop.getStep()))
+      if (!isConstantIntValue(lower, 0) || !isConstantIntValue(step, 1))
+        return false;
+  for (auto [x, y] : llvm::zip(a.getUpperBound(), b.getUpperBound())) {
+    Value tx = tracedSize(x), ty = tracedSize(y);
+    std::optional<int64_t> cx = getConstantIntValue(tx),
+                           cy = getConstantIntValue(ty);
+    if (cx || cy ? cx != cy : tx != ty)
+      return false;
+  }
+  return true;
+}
+
 } // namespace
+
+bool absorbInitialFills(RewriterBase &rewriter, scf::ParallelOp par) {
+  FailureOr<ColumnAccumulation> columnMatch = matchColumnAccumulation(par);
+  if (failed(columnMatch) || !columnMatch->initialStores.empty())
+    return false;
+  Accumulation &match = columnMatch->match;
+  scf::ForOp outer = match.nest.front();
+  DenseSet<Operation *> started;
+  bool any = false;
+  for (Operation *prev = par->getPrevNode(); prev;) {
+    if (prev->getNumRegions() == 0 && isMemoryEffectFree(prev)) {
+      prev = prev->getPrevNode();
+      continue;
+    }
+    auto fill = dyn_cast<scf::ParallelOp>(prev);
+    std::optional<std::pair<Value, Value>> filled =
+        fill ? matchFill(fill) : std::nullopt;
+    Accumulator *acc = filled ? findAccumulator(match, filled->first,
+                                                par.getInductionVars())
+                              : nullptr;
+    // A buffer filled twice keeps the later fill: stop at the earlier.
+    if (!acc || !sameColumns(fill, par) ||
+        !started.insert(acc->store).second)
+      break;
+    prev = fill->getPrevNode();
+    rewriter.setInsertionPoint(outer);
+    memref::StoreOp::create(rewriter, fill.getLoc(), filled->second,
+                            filled->first, par.getInductionVars());
+    rewriter.eraseOp(fill);
+    any = true;
+  }
+  return any;
+}
 
 FailureOr<SplitReduction> splitFullReduction(RewriterBase &rewriter,
                                              scf::ForOp loop) {
@@ -539,8 +673,6 @@ FailureOr<SplitReduction> splitFullReduction(RewriterBase &rewriter,
 
 FailureOr<SplitReduction> splitColumnReduction(RewriterBase &rewriter,
                                                scf::ParallelOp par) {
-  if (!par.getInitVals().empty())
-    return failure();
   Columns columns;
   columns.ivs = llvm::to_vector(par.getInductionVars());
   for (auto [lower, upper, step] :
@@ -549,26 +681,25 @@ FailureOr<SplitReduction> splitColumnReduction(RewriterBase &rewriter,
       return failure();
     columns.upper.push_back(upper);
   }
-  Block *body = par.getBody();
-  auto outer =
-      dyn_cast_or_null<scf::ForOp>(body->getTerminator()->getPrevNode());
-  if (!outer)
+  FailureOr<ColumnAccumulation> columnMatch = matchColumnAccumulation(par);
+  if (failed(columnMatch))
     return failure();
-  for (Operation &op : body->without_terminator())
-    if (&op != outer.getOperation()) {
-      if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
-        return failure();
-      columns.prefix.push_back(&op);
-    }
-  FailureOr<Accumulation> match = matchAccumulation(outer);
-  if (failed(match))
-    return failure();
-  std::optional<Slicing> slicing = chooseSlicing(*match, columns);
+  Accumulation &match = columnMatch->match;
+  columns.prefix = columnMatch->prefix;
+  SmallVector<Value> initial(match.accumulators.size());
+  for (memref::StoreOp store : columnMatch->initialStores) {
+    Accumulator *acc = findAccumulator(match, store.getMemRef(),
+                                       store.getIndices());
+    if (!acc)
+      return failure();
+    initial[acc - match.accumulators.begin()] = store.getValueToStore();
+  }
+  std::optional<Slicing> slicing = chooseSlicing(match, columns);
   if (!slicing)
     return failure();
   rewriter.setInsertionPoint(par);
   SplitReduction split =
-      buildSplit(rewriter, par.getLoc(), *match, columns, *slicing);
+      buildSplit(rewriter, par.getLoc(), match, columns, *slicing, initial);
   rewriter.eraseOp(par);
   return split;
 }

@@ -39,6 +39,15 @@ namespace attn {
 mlir::FailureOr<mlir::scf::ParallelOp>
 interchangeRowLoop(mlir::RewriterBase &rewriter, mlir::scf::ForOp loop);
 
+/// `fill: parallel j { acc[j] = x }` right before `par: parallel j { ...;
+/// for i { acc[j] = acc[j] + v(i, j) } }` over the same columns (sums,
+/// maxima or minima, as splitColumnReduction takes them; only
+/// side-effect-free ops between the two and before the row loop), as
+/// `par: parallel j { ...; acc[j] = x; for i { ... } }`: the thread that
+/// accumulates an element starts it, and the fill is one kernel fewer. Each
+/// of par's accumulators may absorb its own fill. Whether any did.
+bool absorbInitialFills(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par);
+
 /// A reduction split in two parallel loops: partial results over slices of
 /// its rows, then the accumulator combined with them.
 struct SplitReduction {
@@ -64,8 +73,9 @@ mlir::FailureOr<SplitReduction> splitFullReduction(mlir::RewriterBase &rewriter,
 ///   along their contiguous dimension and by no other column: a row's sum
 ///   over a vocabulary, not a matrix product): P[j, s] over a warp's 32
 ///   lanes, so that a warp reads consecutive elements;
-/// then acc[c(j)] combined with P's slices in order. Deterministic, in
-/// another order than the CPU's. Replaces `par`.
+/// then acc[c(j)] combined with P's slices in order (from the value
+/// absorbInitialFills stored before the row loop, if it did). Deterministic,
+/// in another order than the CPU's. Replaces `par`.
 mlir::FailureOr<SplitReduction>
 splitColumnReduction(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par);
 

@@ -18,7 +18,8 @@
 // - A row loop around a parallel loop (column reductions, the embedding
 //   gradient's scatter-add) becomes one kernel whose threads walk the rows,
 //   and a full reduction into one element partial sums across threads
-//   (GpuLoopRestructure.h).
+//   (GpuLoopRestructure.h). A fill right before a reduction into the
+//   same elements becomes the reduction's first store, in its kernel.
 // - Any other host-level op that reads or writes device memory runs in a
 //   single-iteration parallel loop, i.e. on one GPU thread: correct, but
 //   slow for large sequential loops.
@@ -415,6 +416,16 @@ struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
     if (failed(keepShapesOnHost(rewriter, func)))
       return signalPassFailure();
     allocateOnDevice(rewriter, func);
+    // Before any loop is mapped: a fill right before the reduction into
+    // its buffer runs in the reduction's kernel (a fill absorbed erases a
+    // loop that comes earlier in the walk).
+    SmallVector<scf::ParallelOp> loops;
+    func.walk([&](scf::ParallelOp loop) {
+      if (!loop->getParentOfType<scf::ParallelOp>())
+        loops.push_back(loop);
+    });
+    for (scf::ParallelOp loop : loops)
+      absorbInitialFills(rewriter, loop);
     if (failed(mapBlock(rewriter, func.getBody().front())))
       return signalPassFailure();
     releaseStackPerIteration(rewriter, func);

@@ -12,8 +12,9 @@
 // 16 consecutive columns of C and of B stored [K, N], and share each
 // element of A they read.
 //
-// Each element of C is still one chain of fused multiply-adds over K in
-// order, as in the generic kernel (which rounds the product and the sum
+// Each element of C is still one chain over K in order, as in the generic
+// kernel; its multiply-adds may contract into fused ones (the GPU's
+// fma.rn.f32, where the generic kernel rounds the product and the sum
 // apart).
 //
 //===----------------------------------------------------------------------===//
@@ -25,7 +26,6 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -48,8 +48,8 @@ SmallVector<Value> at(ArrayRef<Value> batch, Value first, Value second) {
   return indices;
 }
 
-/// One thread's 4 x 4 tile of C: read, the first kEnd terms of A B added,
-/// written back.
+/// One thread's 4 x 4 tile of C: read (or zero), the first kEnd terms of
+/// A B added, written back.
 void emitThreadTile(OpBuilder &b, Location loc, const MatmulOperands &p,
                     const BlockTile &tile) {
   using gpu::Processor;
@@ -65,9 +65,12 @@ void emitThreadTile(OpBuilder &b, Location loc, const MatmulOperands &p,
   SmallVector<Value> rows = lines(tile.blockRow, tile.thread(Processor::ThreadY));
   SmallVector<Value> cols = lines(tile.blockCol, tile.thread(Processor::ThreadX));
   SmallVector<Value> sums;
+  Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
   for (Value r : rows)
     for (Value c : cols)
-      sums.push_back(memref::LoadOp::create(b, loc, p.c, at(tile.batch, r, c)));
+      sums.push_back(tile.zeroStart ? zeroF
+                                    : memref::LoadOp::create(
+                                          b, loc, p.c, at(tile.batch, r, c)));
 
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -83,11 +86,18 @@ void emitThreadTile(OpBuilder &b, Location loc, const MatmulOperands &p,
           bs.push_back(memref::LoadOp::create(
               nb, loc, p.b,
               p.transposedB ? at(tile.batch, c, k) : at(tile.batch, k, c)));
+        // Contractible: one fma.rn.f32 each on the GPU; a multiply and an
+        // add under cuda-on-host, whose host code has no FMA instruction to
+        // call instead of libm's fmaf.
+        auto contract = arith::FastMathFlagsAttr::get(
+            nb.getContext(), arith::FastMathFlags::contract);
         SmallVector<Value> next;
         for (auto [i, a] : llvm::enumerate(as))
-          for (auto [j, bv] : llvm::enumerate(bs))
-            next.push_back(math::FmaOp::create(
-                nb, loc, a, bv, partial[i * bs.size() + j]));
+          for (auto [j, bv] : llvm::enumerate(bs)) {
+            Value product = arith::MulFOp::create(nb, loc, a, bv, contract);
+            next.push_back(arith::AddFOp::create(
+                nb, loc, partial[i * bs.size() + j], product, contract));
+          }
         scf::YieldOp::create(nb, loc, next);
       });
   for (auto [i, r] : llvm::enumerate(rows))
@@ -106,6 +116,7 @@ struct GpuSimtProductsPass
                          {{Processor::ThreadX, kThreadsPerSide},
                           {Processor::ThreadY, kThreadsPerSide}},
                          kThreadTilesAttr,
+                         /*canStartFromZero=*/true,
                          emitThreadTile};
     IRRewriter rewriter(&getContext());
     for (auto &[op, p] : collectBlockableProducts(getOperation()))

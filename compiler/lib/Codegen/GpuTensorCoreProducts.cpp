@@ -202,6 +202,7 @@ struct GpuTensorCoreProductsPass
                           {Processor::ThreadY, T::warpsN},
                           {Processor::ThreadZ, T::warpsM}},
                          kWarpTilesAttr,
+                         /*canStartFromZero=*/false,
                          emitWarpTiles};
     IRRewriter rewriter(&getContext());
     for (auto &[op, p] : collectBlockableProducts(getOperation()))

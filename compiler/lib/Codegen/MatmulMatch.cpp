@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -270,6 +271,13 @@ bool isZeroFillOf(Operation *op, Value c) {
   return fill && fill.hasPureBufferSemantics() &&
          fill.getDpsInitOperand(0)->get() == c &&
          matchPattern(fill.getDpsInputOperand(0)->get(), m_PosZeroFloat());
+}
+
+linalg::FillOp precedingZeroFill(Operation *op, Value c) {
+  Operation *prev = op->getPrevNode();
+  while (prev && prev->getNumRegions() == 0 && isMemoryEffectFree(prev))
+    prev = prev->getPrevNode();
+  return isZeroFillOf(prev, c) ? cast<linalg::FillOp>(prev) : nullptr;
 }
 
 } // namespace attn

@@ -81,6 +81,10 @@ std::optional<Epilogue> matchEpilogue(mlir::linalg::GenericOp op,
 /// a product into `c` right after it can start from zeros instead.
 bool isZeroFillOf(mlir::Operation *op, mlir::Value c);
 
+/// The zero fill of exactly `c` that comes before `op` with only
+/// side-effect-free ops between them, if there is one.
+mlir::linalg::FillOp precedingZeroFill(mlir::Operation *op, mlir::Value c);
+
 /// The attribute attn-group-matmul-epilogues puts on an epilogue it placed
 /// right after its product (MatmulToVector fuses only those).
 inline constexpr llvm::StringLiteral kMatmulEpilogueAttr =

@@ -277,13 +277,12 @@ def AttnGpuSimtProducts
     becomes one parallel loop over 64x64 blocks of C and each block's
     16 x 16 threads, named by `attn.thread_tiles`, whose threads each keep
     a 4 x 4 tile of C (rows y + 16 i, columns x + 16 j) in registers and
-    add one term of K at a time with fused multiply-adds; the rows and
+    add one term of K at a time (multiply-adds that may contract); the rows and
     columns no whole block covers stay linalg products on views.
     attn-gpu-map-loops maps the loop to blocks and threads as it stands.
   }];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
 }
