@@ -422,3 +422,156 @@ func.func @fill_of_other_columns(%x: memref<?x?xf32>, %acc: memref<?xf32>, %n: i
   }
   return
 }
+
+// A layer norm's statistics as bufferisation leaves them: one zero fill
+// that both sums start from, copied for the first. The copy of the filled
+// buffer becomes a fill of its target, the first fill moves down to the
+// second sum past loops that touch other buffers, and each sum (split over
+// a warp's lanes) starts from zero in its combining kernel, and the mean
+// is taken in the first sum's combining kernel: four kernels, not seven.
+// CHECK-LABEL: func.func @layer_norm_statistics
+// CHECK-COUNT-4: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+func.func @layer_norm_statistics(%x: memref<?x768xf32>, %arena: memref<?xi8>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c768 = arith.constant 768 : index
+  %c4096 = arith.constant 4096 : index
+  %c8192 = arith.constant 8192 : index
+  %zero = arith.constant 0.0 : f32
+  %width = arith.constant 768.0 : f32
+  %a = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?xf32>
+  %b = memref.view %arena[%c4096][%n] : memref<?xi8> to memref<?xf32>
+  %mean = memref.view %arena[%c8192][%n] : memref<?xi8> to memref<?xf32>
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    memref.store %zero, %a[%j] : memref<?xf32>
+    scf.reduce
+  }
+  memref.copy %a, %b : memref<?xf32> to memref<?xf32>
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    scf.for %i = %c0 to %c768 step %c1 {
+      %v = memref.load %x[%j, %i] : memref<?x768xf32>
+      %s = memref.load %b[%j] : memref<?xf32>
+      %t = arith.addf %v, %s : f32
+      memref.store %t, %b[%j] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    %s = memref.load %b[%j] : memref<?xf32>
+    %m = arith.divf %s, %width : f32
+    memref.store %m, %mean[%j] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    scf.for %i = %c0 to %c768 step %c1 {
+      %v = memref.load %x[%j, %i] : memref<?x768xf32>
+      %m = memref.load %mean[%j] : memref<?xf32>
+      %d = arith.subf %v, %m : f32
+      %q = arith.mulf %d, %d : f32
+      %s = memref.load %a[%j] : memref<?xf32>
+      %t = arith.addf %q, %s : f32
+      memref.store %t, %a[%j] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// Loops over the same columns touching shared memory at their own index
+// only run as one kernel: a product's combining loop and its bias, moved
+// into both ways of the branch on the rows first.
+// CHECK-LABEL: func.func @bias_after_branch
+// CHECK: scf.if
+// CHECK: arith.mulf
+// CHECK: memref.store
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: processor = block_x
+// CHECK-NEXT: } else {
+// CHECK: arith.subf
+// CHECK: memref.store
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: processor = block_x
+// CHECK-NEXT: {{^ *}}}
+// CHECK-NEXT: return
+func.func @bias_after_branch(%x: memref<?x64xf32>, %bias: memref<64xf32>, %y: memref<?x64xf32>, %few: i1, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  scf.if %few {
+    scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+      %v = memref.load %x[%i, %j] : memref<?x64xf32>
+      %w = arith.mulf %v, %v : f32
+      memref.store %w, %y[%i, %j] : memref<?x64xf32>
+      scf.reduce
+    }
+  } else {
+    scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+      %v = memref.load %x[%i, %j] : memref<?x64xf32>
+      %w = arith.subf %v, %v : f32
+      memref.store %w, %y[%i, %j] : memref<?x64xf32>
+      scf.reduce
+    }
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+    %v = memref.load %y[%i, %j] : memref<?x64xf32>
+    %b = memref.load %bias[%j] : memref<64xf32>
+    %w = arith.addf %v, %b : f32
+    memref.store %w, %y[%i, %j] : memref<?x64xf32>
+    scf.reduce
+  }
+  return
+}
+
+// Not one kernel: the second loop reads what another iteration of the
+// first writes.
+// CHECK-LABEL: func.func @reads_another_iteration
+// CHECK-COUNT-2: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+func.func @reads_another_iteration(%a: memref<?xf32>, %b: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %a[%j] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    %k = arith.subi %n, %j : index
+    %last = arith.subi %k, %c1 : index
+    %v = memref.load %a[%last] : memref<?xf32>
+    memref.store %v, %b[%j] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// Not one kernel: two arena slots that may be one slot's memory reused,
+// the first read for the last time by the first loop, the second written
+// for the first time by the second.
+// CHECK-LABEL: func.func @slot_reused
+// CHECK-COUNT-2: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+func.func @slot_reused(%arena: memref<?xi8>, %out: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %old = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?xf32>
+  %new = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?xf32>
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %old[%j] : memref<?xf32>
+    memref.store %v, %out[%j] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %out[%j] : memref<?xf32>
+    memref.store %v, %new[%j] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}

@@ -7,6 +7,7 @@
 #include "GpuLoopRestructure.h"
 
 #include "BufferUses.h"
+#include "GpuWarpTiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -16,6 +17,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/bit.h"
 
 using namespace mlir;
@@ -624,7 +626,219 @@ bool sameColumns(scf::ParallelOp a, scf::ParallelOp b) {
   return true;
 }
 
+/// The allocations `op` and the ops in it read, write or free (an arena
+/// slot counting as one); fails if an effect's memory is unknown (a call).
+LogicalResult collectTouched(Operation *op, DenseSet<Value> &touched) {
+  WalkResult result = op->walk([&](Operation *nested) {
+    if (nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
+        isMemoryEffectFree(nested))
+      return WalkResult::advance();
+    auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (!effects)
+      return WalkResult::interrupt();
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &effect : instances) {
+      Value value = effect.getValue();
+      if (!value)
+        return WalkResult::interrupt();
+      touched.insert(allocationOf(value));
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// If `loop` copies every element of `filled` (the buffer `fill` just
+/// filled, over the same columns) into another buffer: `loop` made to store
+/// the fill's value instead, a fill of its target.
+bool copyOfFillToFill(scf::ParallelOp loop, scf::ParallelOp fill,
+                      Value filled, Value value) {
+  Block *body = loop.getBody();
+  auto load = dyn_cast<memref::LoadOp>(body->front());
+  auto store = load ? dyn_cast<memref::StoreOp>(load->getNextNode())
+                    : memref::StoreOp();
+  if (!store || body->getOperations().size() != 3 ||
+      load.getMemRef() != filled || store.getValueToStore() != load ||
+      !llvm::equal(load.getIndices(), loop.getInductionVars()) ||
+      !llvm::equal(store.getIndices(), loop.getInductionVars()) ||
+      !sameColumns(fill, loop))
+    return false;
+  store.getValueMutable().assign(value);
+  load->erase();
+  return true;
+}
+
+/// The parallel loop before `op` with only side-effect-free ops and frees
+/// between them, if there is one.
+scf::ParallelOp previousLoop(Operation *op) {
+  Operation *prev = op->getPrevNode();
+  while (prev && ((prev->getNumRegions() == 0 && isMemoryEffectFree(prev)) ||
+                  isa<memref::DeallocOp, gpu::DeallocOp>(prev)))
+    prev = prev->getPrevNode();
+  return dyn_cast_or_null<scf::ParallelOp>(prev);
+}
+
+/// A loop fuseSameColumnLoops may merge: plain, over columns of its own.
+bool isFusable(scf::ParallelOp loop) {
+  return loop.getInitVals().empty() && !tiledKernelProcessors(loop);
+}
+
+/// Whether `value` (through its views) is used by an op of `block` before
+/// `first` or after `last`.
+bool usedOutside(Value value, Block &block, Operation *first, Operation *last) {
+  SmallVector<Operation *> users;
+  collectUsers(value, users);
+  return llvm::any_of(users, [&](Operation *user) {
+    Operation *op = block.findAncestorOpInBlock(*user);
+    return !isBufferView(user) && op &&
+           (op->isBeforeInBlock(first) || last->isBeforeInBlock(op));
+  });
+}
+
+/// Whether `first` and `second` (adjacent, over the same columns) can run
+/// as one loop: memory both touch, one writing it, is touched through one
+/// buffer at the columns' own index only; and two arena slots only one of
+/// them touches (one writing) cannot be one slot's memory reused, since one
+/// of them is live across both loops.
+bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
+  SmallVector<Access> firstAccesses, secondAccesses;
+  if (failed(collectAccesses(first.getRegion(), firstAccesses)) ||
+      failed(collectAccesses(second.getRegion(), secondAccesses)))
+    return false;
+  struct Use {
+    bool first = false, second = false, written = false, ownIndex = true;
+    SmallPtrSet<Value, 2> buffers;
+  };
+  llvm::MapVector<Value, Use> uses;
+  auto record = [&](ArrayRef<Access> accesses, scf::ParallelOp loop,
+                    bool isFirst) {
+    for (const Access &access : accesses) {
+      Use &use = uses[allocationOf(access.buffer)];
+      (isFirst ? use.first : use.second) = true;
+      use.written |= access.write;
+      use.ownIndex &= llvm::equal(access.indices, loop.getInductionVars());
+      use.buffers.insert(access.buffer);
+    }
+  };
+  record(firstAccesses, first, true);
+  record(secondAccesses, second, false);
+  SmallVector<Value> onlyFirst, onlySecond;
+  for (auto &[allocation, use] : uses) {
+    if (use.first && use.second) {
+      if (use.written && (!use.ownIndex || use.buffers.size() != 1))
+        return false;
+      continue;
+    }
+    if (!allocation.getDefiningOp<memref::ViewOp>())
+      continue;
+    (use.first ? onlyFirst : onlySecond).push_back(allocation);
+  }
+  // Across a branch's end (sinkIntoBranch) any such pair is refused.
+  Block &block = *first->getBlock();
+  bool oneBlock = second->getBlock() == &block;
+  for (Value a : onlyFirst)
+    for (Value b : onlySecond)
+      if ((uses[a].written || uses[b].written) &&
+          (!oneBlock || (!usedOutside(a, block, first, second) &&
+                         !usedOutside(b, block, first, second))))
+        return false;
+  return true;
+}
+
+/// `second`'s body after `first`'s, in `first`; `second` erased. The
+/// side-effect-free ops between them (views, sizes `second` may use) move
+/// before `first`; frees between them stay after it.
+void mergeInto(scf::ParallelOp first, scf::ParallelOp second) {
+  for (Operation *op = first->getNextNode(); op != second;) {
+    Operation *next = op->getNextNode();
+    if (isMemoryEffectFree(op))
+      op->moveBefore(first);
+    op = next;
+  }
+  Block *from = second.getBody(), *to = first.getBody();
+  for (auto [a, b] :
+       llvm::zip(second.getInductionVars(), first.getInductionVars()))
+    a.replaceAllUsesWith(b);
+  from->getTerminator()->erase();
+  to->getOperations().splice(to->getTerminator()->getIterator(),
+                             from->getOperations());
+  second->erase();
+}
+
+/// Whether `second` can join `first` as one loop (canFuse says when).
+bool joins(scf::ParallelOp first, scf::ParallelOp second) {
+  return first && isFusable(first) && isFusable(second) &&
+         sameColumns(first, second) && canFuse(first, second);
+}
+
+/// A parallel loop right after a branch (side-effect-free ops between
+/// them, which move before the branch) moved into both of its ways, when
+/// the last loop of each can join it.
+void sinkIntoBranch(scf::ParallelOp loop) {
+  Operation *prev = loop->getPrevNode();
+  while (prev && prev->getNumRegions() == 0 && isMemoryEffectFree(prev))
+    prev = prev->getPrevNode();
+  auto branch = dyn_cast_or_null<scf::IfOp>(prev);
+  if (!branch || branch.getNumResults() != 0 || !branch.elseBlock())
+    return;
+  for (Block *way : {branch.thenBlock(), branch.elseBlock()})
+    if (!joins(previousLoop(way->getTerminator()), loop))
+      return;
+  while (branch->getNextNode() != loop)
+    branch->getNextNode()->moveBefore(branch);
+  OpBuilder b(branch.thenBlock()->getTerminator());
+  b.clone(*loop);
+  loop->moveBefore(branch.elseBlock()->getTerminator());
+}
+
+/// fuseSameColumnLoops within one block, ways of branches included.
+void fuseInBlock(Block &block) {
+  for (auto loop : llvm::make_early_inc_range(block.getOps<scf::ParallelOp>()))
+    if (isFusable(loop))
+      sinkIntoBranch(loop);
+  for (auto branch : block.getOps<scf::IfOp>())
+    for (Region &way : branch->getRegions())
+      for (Block &inner : way)
+        fuseInBlock(inner);
+  for (auto loop :
+       llvm::make_early_inc_range(block.getOps<scf::ParallelOp>())) {
+    scf::ParallelOp prev = previousLoop(loop);
+    if (joins(prev, loop))
+      mergeInto(prev, loop);
+  }
+}
+
 } // namespace
+
+void fuseSameColumnLoops(Block &block) { fuseInBlock(block); }
+
+void sinkFills(Block &block) {
+  SmallVector<scf::ParallelOp> fills;
+  for (auto loop : block.getOps<scf::ParallelOp>())
+    if (matchFill(loop))
+      fills.push_back(loop);
+  for (size_t i = 0; i < fills.size(); ++i) {
+    scf::ParallelOp fill = fills[i];
+    auto [buffer, value] = *matchFill(fill);
+    // The buffer, and what it is a slot of (the arena, freed whole).
+    Value allocation = allocationOf(buffer), whole = rootBuffer(buffer);
+    Operation *next = fill->getNextNode();
+    for (; next && !next->hasTrait<OpTrait::IsTerminator>();
+         next = next->getNextNode()) {
+      DenseSet<Value> touched;
+      if (failed(collectTouched(next, touched)))
+        break;
+      if (!touched.contains(allocation) && !touched.contains(whole))
+        continue;
+      auto copy = dyn_cast<scf::ParallelOp>(next);
+      if (!copy || !copyOfFillToFill(copy, fill, buffer, value))
+        break;
+      fills.push_back(copy);
+    }
+    fill->moveBefore(next);
+  }
+}
 
 bool absorbInitialFills(RewriterBase &rewriter, scf::ParallelOp par) {
   FailureOr<ColumnAccumulation> columnMatch = matchColumnAccumulation(par);

@@ -39,6 +39,15 @@ namespace attn {
 mlir::FailureOr<mlir::scf::ParallelOp>
 interchangeRowLoop(mlir::RewriterBase &rewriter, mlir::scf::ForOp loop);
 
+/// Moves each fill of `block` (`parallel j { buffer[j] = x }`, what
+/// linalg.fill becomes) down to right before the next op that touches its
+/// buffer (an arena slot counting as a buffer of its own), past ops that
+/// touch other memory only, so that absorbInitialFills finds it right
+/// before the reduction that starts from it. A copy of every element of a
+/// buffer just filled (bufferisation copies a fill two reductions start
+/// from) becomes a fill of its target.
+void sinkFills(mlir::Block &block);
+
 /// `fill: parallel j { acc[j] = x }` right before `par: parallel j { ...;
 /// for i { acc[j] = acc[j] + v(i, j) } }` over the same columns (sums,
 /// maxima or minima, as splitColumnReduction takes them; only
@@ -47,6 +56,17 @@ interchangeRowLoop(mlir::RewriterBase &rewriter, mlir::scf::ForOp loop);
 /// accumulates an element starts it, and the fill is one kernel fewer. Each
 /// of par's accumulators may absorb its own fill. Whether any did.
 bool absorbInitialFills(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par);
+
+/// Adjacent parallel loops of `block` over the same columns as one kernel,
+/// `parallel j { A(j) }; parallel j { B(j) }` as `parallel j { A(j); B(j)
+/// }`, where no element of memory is touched by one loop's iteration j and
+/// another's iteration j' != j: memory both touch (one writing it) is
+/// touched through one buffer at [j] only. (A reduction's combining loop
+/// and the element-wise op on its result; a product's and its bias's.) A
+/// loop right after a branch moves into both ways first where each way
+/// ends with a parallel loop. Loops with named processors (tiled kernels)
+/// are left alone.
+void fuseSameColumnLoops(mlir::Block &block);
 
 /// A reduction split in two parallel loops: partial results over slices of
 /// its rows, then the accumulator combined with them.

@@ -19,7 +19,9 @@
 //   gradient's scatter-add) becomes one kernel whose threads walk the rows,
 //   and a full reduction into one element partial sums across threads
 //   (GpuLoopRestructure.h). A fill right before a reduction into the
-//   same elements becomes the reduction's first store, in its kernel.
+//   same elements becomes the reduction's first store, in its kernel, and
+//   adjacent loops over the same columns that touch shared memory at their
+//   own index only run as one kernel.
 // - Any other host-level op that reads or writes device memory runs in a
 //   single-iteration parallel loop, i.e. on one GPU thread: correct, but
 //   slow for large sequential loops.
@@ -416,16 +418,31 @@ struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
     if (failed(keepShapesOnHost(rewriter, func)))
       return signalPassFailure();
     allocateOnDevice(rewriter, func);
-    // Before any loop is mapped: a fill right before the reduction into
-    // its buffer runs in the reduction's kernel (a fill absorbed erases a
-    // loop that comes earlier in the walk).
+    // Before any loop is mapped: a fill moves down to the reduction into
+    // its buffer and runs in the reduction's kernel (a fill absorbed erases
+    // a loop that comes earlier in the walk).
     SmallVector<scf::ParallelOp> loops;
+    SetVector<Block *> blocks;
+    func.walk([&](scf::ParallelOp loop) {
+      if (!loop->getParentOfType<scf::ParallelOp>()) {
+        loops.push_back(loop);
+        blocks.insert(loop->getBlock());
+      }
+    });
+    for (Block *block : blocks)
+      sinkFills(*block);
+    for (scf::ParallelOp loop : loops)
+      absorbInitialFills(rewriter, loop);
+    // Reductions split before loops are fused: a combining loop and the
+    // element-wise loop on its result become one kernel.
+    loops.clear();
     func.walk([&](scf::ParallelOp loop) {
       if (!loop->getParentOfType<scf::ParallelOp>())
         loops.push_back(loop);
     });
     for (scf::ParallelOp loop : loops)
-      absorbInitialFills(rewriter, loop);
+      (void)splitColumnReduction(rewriter, loop);
+    fuseSameColumnLoops(func.getBody().front());
     if (failed(mapBlock(rewriter, func.getBody().front())))
       return signalPassFailure();
     releaseStackPerIteration(rewriter, func);
