@@ -21,6 +21,10 @@
 //   along long rows (a sum over the vocabulary) has a thread per row
 //   reading its own row, 32 rows apart in a warp: it takes a warp's 32
 //   lanes per row instead.
+// - A fill (`parallel j { acc[j] = 0 }`) is a kernel of its own before the
+//   reduction that starts from it, and an element-wise loop a kernel of
+//   its own after the loop whose result it reads: fills move into the
+//   reductions, and adjacent loops over the same columns join.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,9 +67,9 @@ bool absorbInitialFills(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par)
 /// another's iteration j' != j: memory both touch (one writing it) is
 /// touched through one buffer at [j] only. (A reduction's combining loop
 /// and the element-wise op on its result; a product's and its bias's.) A
-/// loop right after a branch moves into both ways first where each way
-/// ends with a parallel loop. Loops with named processors (tiled kernels)
-/// are left alone.
+/// loop right after a branch moves into both ways first where it joins the
+/// last loop of each. Loops with named processors (tiled kernels) are left
+/// alone.
 void fuseSameColumnLoops(mlir::Block &block);
 
 /// A reduction split in two parallel loops: partial results over slices of

@@ -320,6 +320,36 @@ void readOnHost(RewriterBase &rewriter, memref::LoadOp load) {
   rewriter.replaceOpWithNewOp<memref::LoadOp>(load, host, ValueRange{zero});
 }
 
+/// The parallel loops of `func` outside other loops (host loops' bodies
+/// are mapped as they stand: a row loop may become a column loop).
+SmallVector<scf::ParallelOp> hostLevelLoops(func::FuncOp func) {
+  SmallVector<scf::ParallelOp> loops;
+  func.walk([&](scf::ParallelOp loop) {
+    if (!loop->getParentOfType<LoopLikeOpInterface>())
+      loops.push_back(loop);
+  });
+  return loops;
+}
+
+/// Before any loop is mapped, fewer kernels: each fill moves down to the
+/// reduction that starts from it and runs in its kernel, reductions are
+/// split, and then adjacent loops over the same columns join (a combining
+/// loop and the element-wise loop on its result).
+void joinLoops(RewriterBase &rewriter, func::FuncOp func) {
+  SetVector<Block *> blocks;
+  SmallVector<scf::ParallelOp> loops = hostLevelLoops(func);
+  for (scf::ParallelOp loop : loops)
+    blocks.insert(loop->getBlock());
+  for (Block *block : blocks)
+    sinkFills(*block);
+  // A fill absorbed is a loop earlier in `loops`, already visited.
+  for (scf::ParallelOp loop : loops)
+    absorbInitialFills(rewriter, loop);
+  for (scf::ParallelOp loop : hostLevelLoops(func))
+    (void)splitColumnReduction(rewriter, loop);
+  fuseSameColumnLoops(func.getBody().front());
+}
+
 /// Maps the host-level ops of `block`: kernels for parallel loops and for
 /// device work, host loops and branches searched for both.
 LogicalResult mapBlock(RewriterBase &rewriter, Block &block) {
@@ -418,31 +448,7 @@ struct GpuMapLoopsPass : impl::AttnGpuMapLoopsBase<GpuMapLoopsPass> {
     if (failed(keepShapesOnHost(rewriter, func)))
       return signalPassFailure();
     allocateOnDevice(rewriter, func);
-    // Before any loop is mapped: a fill moves down to the reduction into
-    // its buffer and runs in the reduction's kernel (a fill absorbed erases
-    // a loop that comes earlier in the walk).
-    SmallVector<scf::ParallelOp> loops;
-    SetVector<Block *> blocks;
-    func.walk([&](scf::ParallelOp loop) {
-      if (!loop->getParentOfType<scf::ParallelOp>()) {
-        loops.push_back(loop);
-        blocks.insert(loop->getBlock());
-      }
-    });
-    for (Block *block : blocks)
-      sinkFills(*block);
-    for (scf::ParallelOp loop : loops)
-      absorbInitialFills(rewriter, loop);
-    // Reductions split before loops are fused: a combining loop and the
-    // element-wise loop on its result become one kernel.
-    loops.clear();
-    func.walk([&](scf::ParallelOp loop) {
-      if (!loop->getParentOfType<scf::ParallelOp>())
-        loops.push_back(loop);
-    });
-    for (scf::ParallelOp loop : loops)
-      (void)splitColumnReduction(rewriter, loop);
-    fuseSameColumnLoops(func.getBody().front());
+    joinLoops(rewriter, func);
     if (failed(mapBlock(rewriter, func.getBody().front())))
       return signalPassFailure();
     releaseStackPerIteration(rewriter, func);

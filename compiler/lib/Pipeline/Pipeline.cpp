@@ -150,11 +150,11 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
 /// attn-opt to loops for the GPU: as on the CPU up to the arena plan, with
 /// attention over its whole score matrix; then matrix products become
 /// warp-tiled kernels for the tensor cores (`tensorCores`, --precision
-/// tf32) or kernels of per-thread register tiles (f32), and products of few
-/// rows partial sums, every other linalg op a
-/// parallel loop nest and each outermost one a kernel, launched in order on
-/// one stream (the host waits only where it reads a device value and at the
-/// end of each function).
+/// tf32) or kernels of per-thread register tiles (f32), and products of
+/// few rows partial sums, every other linalg op a parallel loop nest and
+/// each outermost one a kernel, launched in order on one stream (the host
+/// waits only where it reads a device value and at the end of each
+/// function).
 static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
                                   bool tensorCores) {
   addLinalgOnBuffers(pm, /*gpu=*/true);
