@@ -66,7 +66,7 @@ bool absorbInitialFills(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par)
 /// }`, where no element of memory is touched by one loop's iteration j and
 /// another's iteration j' != j: memory both touch (one writing it) is
 /// touched through one buffer at [j] only. (A reduction's combining loop
-/// and the element-wise op on its result; a product's and its bias's.) A
+/// and the element-wise op on its result; element-wise chains.) A
 /// loop right after a branch moves into both ways first where it joins the
 /// last loop of each. Loops with named processors (tiled kernels) are left
 /// alone.
