@@ -7,9 +7,8 @@
 // in-order stream (runtime/src/cuda.c, mgpuStreamCreate), so a wait is
 // needed only where the host then touches memory the device uses or
 // returns: this pass drops the waits after which every path reaches more
-// stream work or another wait first. A decoding step of gpt2_small kept
-// 149 such waits, each one draining the GPU while the host queued the next
-// kernel.
+// stream work or another wait first. Each wait drains the GPU while the
+// host queues the next kernel (docs/Codegen.md, GPU target, counts them).
 //
 //===----------------------------------------------------------------------===//
 
