@@ -14,11 +14,12 @@
 
 #include "attn/Codegen/Passes.h"
 
+#include "BufferUses.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
@@ -38,13 +39,6 @@ enum class Next {
   /// Nothing yet: the path goes on after the block.
   FallsThrough,
 };
-
-/// The buffer a view is of.
-static Value rootBuffer(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
 
 class WaitElider {
 public:
