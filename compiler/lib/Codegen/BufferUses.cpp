@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
@@ -68,6 +69,13 @@ void collectUsers(Value value, SmallVectorImpl<Operation *> &users) {
       for (Value result : user->getResults())
         collectUsers(result, users);
   }
+}
+
+Operation *previousWithEffects(Operation *op) {
+  Operation *prev = op->getPrevNode();
+  while (prev && prev->getNumRegions() == 0 && isMemoryEffectFree(prev))
+    prev = prev->getPrevNode();
+  return prev;
 }
 
 /// A size value traced back through memref.dim of reshapes and allocations

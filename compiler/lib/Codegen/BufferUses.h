@@ -35,6 +35,10 @@ mlir::Value rootBuffer(mlir::Value value, bool arenaSlots = false);
 void collectUsers(mlir::Value value,
                   llvm::SmallVectorImpl<mlir::Operation *> &users);
 
+/// The op before `op` in its block, past side-effect-free ops without
+/// regions (views, sizes, constants); null at the block's start.
+mlir::Operation *previousWithEffects(mlir::Operation *op);
+
 /// A size value traced back through memref.dim of reshapes and allocations
 /// to where it was first computed, so that equal sizes compare equal.
 mlir::Value canonicalSize(mlir::Value size);

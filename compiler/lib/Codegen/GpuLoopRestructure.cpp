@@ -672,10 +672,9 @@ bool copyOfFillToFill(scf::ParallelOp loop, scf::ParallelOp fill,
 /// The parallel loop before `op` with only side-effect-free ops and frees
 /// between them, if there is one.
 scf::ParallelOp previousLoop(Operation *op) {
-  Operation *prev = op->getPrevNode();
-  while (prev && ((prev->getNumRegions() == 0 && isMemoryEffectFree(prev)) ||
-                  isa<memref::DeallocOp, gpu::DeallocOp>(prev)))
-    prev = prev->getPrevNode();
+  Operation *prev = previousWithEffects(op);
+  while (isa_and_nonnull<memref::DeallocOp, gpu::DeallocOp>(prev))
+    prev = previousWithEffects(prev);
   return dyn_cast_or_null<scf::ParallelOp>(prev);
 }
 
@@ -734,14 +733,18 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
       continue;
     (use.first ? onlyFirst : onlySecond).push_back(allocation);
   }
-  // Across a branch's end (sinkIntoBranch) any such pair is refused.
+  // A slot used before `first` or after `second` is live across both. Across
+  // a branch's end (sinkIntoBranch) no slot counts as live.
   Block &block = *first->getBlock();
   bool oneBlock = second->getBlock() == &block;
+  auto live = [&](Value slot) {
+    return oneBlock && usedOutside(slot, block, first, second);
+  };
+  llvm::erase_if(onlyFirst, live);
+  llvm::erase_if(onlySecond, live);
   for (Value a : onlyFirst)
     for (Value b : onlySecond)
-      if ((uses[a].written || uses[b].written) &&
-          (!oneBlock || (!usedOutside(a, block, first, second) &&
-                         !usedOutside(b, block, first, second))))
+      if (uses[a].written || uses[b].written)
         return false;
   return true;
 }
@@ -776,10 +779,7 @@ bool joins(scf::ParallelOp first, scf::ParallelOp second) {
 /// them, which move before the branch) moved into both of its ways, when
 /// the last loop of each can join it.
 void sinkIntoBranch(scf::ParallelOp loop) {
-  Operation *prev = loop->getPrevNode();
-  while (prev && prev->getNumRegions() == 0 && isMemoryEffectFree(prev))
-    prev = prev->getPrevNode();
-  auto branch = dyn_cast_or_null<scf::IfOp>(prev);
+  auto branch = dyn_cast_or_null<scf::IfOp>(previousWithEffects(loop));
   if (!branch || branch.getNumResults() != 0 || !branch.elseBlock())
     return;
   for (Block *way : {branch.thenBlock(), branch.elseBlock()})
@@ -848,11 +848,7 @@ bool absorbInitialFills(RewriterBase &rewriter, scf::ParallelOp par) {
   scf::ForOp outer = match.nest.front();
   DenseSet<Operation *> started;
   bool any = false;
-  for (Operation *prev = par->getPrevNode(); prev;) {
-    if (prev->getNumRegions() == 0 && isMemoryEffectFree(prev)) {
-      prev = prev->getPrevNode();
-      continue;
-    }
+  for (Operation *prev = previousWithEffects(par); prev;) {
     auto fill = dyn_cast<scf::ParallelOp>(prev);
     std::optional<std::pair<Value, Value>> filled =
         fill ? matchFill(fill) : std::nullopt;
@@ -863,7 +859,7 @@ bool absorbInitialFills(RewriterBase &rewriter, scf::ParallelOp par) {
     if (!acc || !sameColumns(fill, par) ||
         !started.insert(acc->store).second)
       break;
-    prev = fill->getPrevNode();
+    prev = previousWithEffects(fill);
     rewriter.setInsertionPoint(outer);
     memref::StoreOp::create(rewriter, fill.getLoc(), filled->second,
                             filled->first, par.getInductionVars());

@@ -2,11 +2,12 @@
 
 #include "MatmulMatch.h"
 
+#include "BufferUses.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -274,9 +275,7 @@ bool isZeroFillOf(Operation *op, Value c) {
 }
 
 linalg::FillOp precedingZeroFill(Operation *op, Value c) {
-  Operation *prev = op->getPrevNode();
-  while (prev && prev->getNumRegions() == 0 && isMemoryEffectFree(prev))
-    prev = prev->getPrevNode();
+  Operation *prev = previousWithEffects(op);
   return isZeroFillOf(prev, c) ? cast<linalg::FillOp>(prev) : nullptr;
 }
 
