@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s --convert-attn-to-linalg="materialize-attention" | FileCheck %s
+// RUN: attnc-opt %s --convert-attn-to-linalg="attention=materialized" | FileCheck %s
 
 // Grouped-query attention over the whole score matrix (the GPU target's
 // lowering): 4 query heads read 2 key/value heads through indexing maps with

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -60,8 +61,8 @@ llvm::StringRef allStageNames() {
 /// Both targets' way from attn-opt to linalg on buffers: parameters bound,
 /// attn lowered to linalg on tensors, bufferised (results allocated,
 /// temporaries freed after their last use). The GPU target marks the
-/// arguments passed in host memory and lowers attention over its whole
-/// score matrix; the CPU target's attention tiles are its cost model's.
+/// arguments passed in host memory and lowers attention to parallel loops
+/// over its rows; the CPU target's attention tiles are its cost model's.
 static void addLinalgOnBuffers(OpPassManager &pm, bool gpu,
                                const CpuCostModel *cpu = nullptr) {
   pm.addPass(createAttnBindParams());
@@ -73,7 +74,7 @@ static void addLinalgOnBuffers(OpPassManager &pm, bool gpu,
   // with it) when --entry did not ask for it.
   pm.addPass(createSymbolDCEPass());
   ConvertAttnToLinalgOptions toLinalg;
-  toLinalg.materializeAttention = gpu;
+  toLinalg.attention = gpu ? "rows" : "tiles";
   if (cpu) {
     toLinalg.queryTile = cpu->attentionQueryTile;
     toLinalg.keyTile = cpu->attentionKeyTile;
@@ -148,7 +149,7 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
 }
 
 /// attn-opt to loops for the GPU: as on the CPU up to the arena plan, with
-/// attention over its whole score matrix; then matrix products become
+/// attention as loops over its rows; then matrix products become
 /// warp-tiled kernels for the tensor cores (`tensorCores`, --precision
 /// tf32) or kernels of per-thread register tiles (f32), and products of
 /// few rows partial sums, every other linalg op a parallel loop nest and
@@ -158,6 +159,9 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
 static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
                                   bool tensorCores) {
   addLinalgOnBuffers(pm, /*gpu=*/true);
+  // Attention's row loops, now on buffers, as the parallel loops the
+  // mapping takes.
+  pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   pm.addNestedPass<func::FuncOp>(createAttnReuseBuffers());
   pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
   if (tensorCores)

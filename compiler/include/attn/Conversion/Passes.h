@@ -28,9 +28,9 @@ namespace attn {
 #define GEN_PASS_REGISTRATION
 #include "attn/Conversion/Passes.h.inc"
 
-/// Adds the patterns lowering every attn op used inside functions; attention
-/// as loop nests of `options`' tiles, or over its whole score matrix with
-/// `materializeAttention` (`convert-attn-to-linalg`'s options).
+/// Adds the patterns lowering every attn op used inside functions, attention
+/// in the form `options.attention` names (`convert-attn-to-linalg`'s
+/// options; a name the pass has checked).
 void populateAttnToLinalgPatterns(
     mlir::RewritePatternSet &patterns,
     const ConvertAttnToLinalgOptions &options = {});

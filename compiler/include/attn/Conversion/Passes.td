@@ -26,11 +26,16 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     Module-level `attn.param` and `attn.train` ops are left alone.
     Fails with a diagnostic on an op it cannot lower.
 
-    With `materialize-attention`, `attn.sdpa` and `attn.sdpa_grad` become
-    whole-tensor ops over the `[B, H, T, S]` score matrix instead
-    (AttentionMaterialized.cpp): the form for targets that map each linalg
-    op's parallel loops to threads (the GPU target), where the tiled loop
-    nests would keep their batch, head and tile loops on the host.
+    `attention` chooses the form of `attn.sdpa` and `attn.sdpa_grad`:
+    - `tiles` (the default, the CPU target): the tiled loop nests above.
+    - `rows` (the GPU target): parallel loops over rows, each a sequential
+      online softmax over the keys (or queries) it meets, its row and
+      accumulators in scalars (AttentionRows.cpp); ops with a dynamic head
+      dimension take the `materialized` form. On a target that maps each
+      parallel loop's iterations to threads, the tiled nests would keep
+      their batch, head and tile loops on the host.
+    - `materialized`: whole-tensor ops over the `[B, H, T, S]` score
+      matrix (AttentionMaterialized.cpp).
 
     `query-tile` and `key-tile` size the tiles of the loop nests, forward
     and backward: 64 x 64 by default, an f32 score block of 16 KiB that
@@ -39,9 +44,8 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     a tile size below 1.
   }];
   let options = [
-    Option<"materializeAttention", "materialize-attention", "bool",
-           /*default=*/"false",
-           "Lower attention over the whole score matrix, without tile loops">,
+    Option<"attention", "attention", "std::string", /*default=*/"\"tiles\"",
+           "The form of attention: tiles, rows or materialized">,
     Option<"queryTile", "query-tile", "int64_t", /*default=*/"64",
            "Queries per tile of the attention loop nests (at least 1)">,
     Option<"keyTile", "key-tile", "int64_t", /*default=*/"64",

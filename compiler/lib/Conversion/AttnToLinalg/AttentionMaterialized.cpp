@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LinalgBuilders.h"
+#include "AttentionOperands.h"
 
 #include <limits>
 
@@ -87,55 +87,18 @@ Value product(OpBuilder &b, Location loc, Type element,
                  });
 }
 
-/// What the forward and the backward share: the operands, sizes and the
+/// What the forward and the backward share: the operands, sizes, the
 /// scaled, masked scores and the dropout mask.
-struct AttentionParts {
-  Value q, k, v, keyPadding;
-  bool causal = false;
-  /// Query heads per key/value head (1 without grouped-query attention).
-  int64_t group = 1;
-  Type element;
-  Value batches, heads, queries, keys, scale;
-  double rate = 0;
-  Value dropoutBase; // null without dropout
-
+struct AttentionParts : AttentionOperands {
   /// [B, H, T, S] sizes.
   SmallVector<OpFoldResult> scoreSizes() const {
     return {batches, heads, queries, keys};
   }
-  SmallVector<OpFoldResult> rowSizes() const {
-    return {batches, heads, queries};
-  }
 
-  /// Of an `attn.sdpa` or `attn.sdpa_grad` (the same operands and
-  /// attributes).
   template <typename AttentionOp, typename OpAdaptor>
   static AttentionParts get(OpBuilder &b, Location loc, AttentionOp op,
                             OpAdaptor adaptor) {
-    AttentionParts p;
-    p.q = adaptor.getQuery();
-    p.k = adaptor.getKey();
-    p.v = adaptor.getValue();
-    p.keyPadding = adaptor.getKeyPadding();
-    p.causal = op.getMask() == MaskKind::causal;
-    p.group = attentionGroupSize(p.q, p.k);
-    p.element = cast<RankedTensorType>(p.q.getType()).getElementType();
-    p.batches = dimOf(b, loc, p.q, 0);
-    p.heads = dimOf(b, loc, p.q, 1);
-    p.queries = dimOf(b, loc, p.q, 2);
-    p.keys = dimOf(b, loc, p.k, 2);
-    p.scale = attentionScale(b, loc, p.element, op.getScale(),
-                             dimOf(b, loc, p.q, 3));
-    p.rate = op.getDropout().convertToDouble();
-    if (adaptor.getSeed() && p.rate > 0) {
-      // The seed of the rows of [B, H, T, S] probabilities the call has.
-      Value rowElements = arith::MulIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, p.heads, p.queries), p.keys);
-      Value seed = dropoutSeed(b, loc, op, adaptor.getSeed(), rowElements);
-      p.dropoutBase =
-          dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
-    }
-    return p;
+    return {AttentionOperands::get(b, loc, op, adaptor)};
   }
 
   /// scale * q k^T, -inf where key s is hidden from query t.
@@ -204,22 +167,6 @@ struct AttentionParts {
                    });
   }
 
-  /// delta = rowsum(dO * O), which equals rowsum(P * dP) under dropout too.
-  Value rowDelta(OpBuilder &b, Location loc, Value o, Value dO) const {
-    MLIRContext *context = b.getContext();
-    auto rowType = RankedTensorType::get(
-        SmallVector<int64_t>(3, ShapedType::kDynamic), element);
-    return generic(
-        b, loc,
-        filledTensor(b, loc, rowType, rowSizes(), b.getFloatAttr(element, 0)),
-        {dO, o},
-        {loopMap(context, 4, {0, 1, 2, 3}), loopMap(context, 4, {0, 1, 2, 3})},
-        4, [](OpBuilder &nb, Location l, ValueRange a) {
-          Value prod = arith::MulFOp::create(nb, l, a[0], a[1]);
-          return arith::AddFOp::create(nb, l, a[2], prod).getResult();
-        });
-  }
-
   /// The scores' gradient dS = scale P (dP - delta).
   Value scoreGradient(OpBuilder &b, Location loc, Value p, Value dp,
                       Value delta) const {
@@ -273,6 +220,26 @@ struct AttentionParts {
         });
   }
 };
+
+} // namespace
+
+Value AttentionOperands::rowDelta(OpBuilder &b, Location loc, Value o,
+                                  Value dO) const {
+  MLIRContext *context = b.getContext();
+  auto rowType = RankedTensorType::get(
+      SmallVector<int64_t>(3, ShapedType::kDynamic), element);
+  return generic(
+      b, loc,
+      filledTensor(b, loc, rowType, rowSizes(), b.getFloatAttr(element, 0)),
+      {dO, o},
+      {loopMap(context, 4, {0, 1, 2, 3}), loopMap(context, 4, {0, 1, 2, 3})},
+      4, [](OpBuilder &nb, Location l, ValueRange a) {
+        Value prod = arith::MulFOp::create(nb, l, a[0], a[1]);
+        return arith::AddFOp::create(nb, l, a[2], prod).getResult();
+      });
+}
+
+namespace {
 
 struct MaterializedSdpaLowering : OpConversionPattern<SdpaOp> {
   using OpConversionPattern::OpConversionPattern;

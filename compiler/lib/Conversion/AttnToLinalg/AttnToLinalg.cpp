@@ -29,7 +29,9 @@ void populateAttnToLinalgPatterns(RewritePatternSet &patterns,
   populateDropoutPatterns(patterns);
   populateGradientPatterns(patterns);
   populateOptimizerPatterns(patterns);
-  if (options.materializeAttention) {
+  if (options.attention == "rows")
+    populateRowAttentionPatterns(patterns);
+  if (options.attention != "tiles") {
     populateMaterializedAttentionPatterns(patterns);
     return;
   }
@@ -45,6 +47,14 @@ struct ConvertAttnToLinalgPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (attention != "tiles" && attention != "rows" &&
+        attention != "materialized") {
+      emitError(getOperation().getLoc())
+          << "convert-attn-to-linalg: attention must be tiles, rows or "
+             "materialized (got '"
+          << attention << "')";
+      return signalPassFailure();
+    }
     if (queryTile < 1 || keyTile < 1) {
       emitError(getOperation().getLoc())
           << "convert-attn-to-linalg: query-tile and key-tile must be at "
@@ -62,7 +72,7 @@ struct ConvertAttnToLinalgPass
     target.addLegalOp<ParamOp, TrainOp>();
     RewritePatternSet patterns(context);
     ConvertAttnToLinalgOptions options;
-    options.materializeAttention = materializeAttention;
+    options.attention = attention;
     options.queryTile = queryTile;
     options.keyTile = keyTile;
     populateAttnToLinalgPatterns(patterns, options);

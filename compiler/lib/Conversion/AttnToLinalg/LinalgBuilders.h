@@ -229,6 +229,7 @@ void populateOptimizerPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionBackwardPatterns(mlir::RewritePatternSet &patterns,
                                        AttentionTiles tiles);
 void populateMaterializedAttentionPatterns(mlir::RewritePatternSet &patterns);
+void populateRowAttentionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace attn
 
