@@ -23,10 +23,11 @@
 // CHECK: math.exp
 // CHECK: tensor.extract %[[V]][%[[B]], %[[KV]], %[[S]], %c0]
 // CHECK: scf.forall.in_parallel
-// The chunks combined (here one per query, the loops over them folded):
-// the output normalised by the sum.
-// CHECK: scf.forall ({{.*}}) in (2, 4, 8) shared_outs({{.*}}) -> (tensor<2x4x8x16xf32>)
-// CHECK-COUNT-16: arith.divf
+// The chunks combined, one output element per iteration (here one chunk
+// per query, the loops over them folded): normalised by the sum.
+// CHECK: scf.forall ({{.*}}) in (2, 4, 8, 16) shared_outs({{.*}}) -> (tensor<2x4x8x16xf32>)
+// CHECK: math.exp
+// CHECK: arith.divf
 // CHECK-NOT: tensor<2x4x8x8xf32>
 // CHECK: return
 func.func @forward(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x2x8x16xf32>) -> tensor<2x4x8x16xf32> {
@@ -47,8 +48,9 @@ func.func @forward(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tenso
 // CHECK: %[[START:.*]] = arith.muli %[[C]], %[[WIDTH]]
 // CHECK: %[[STOP:.*]] = arith.addi %[[START]], %[[WIDTH]]
 // CHECK: scf.for %{{.*}} = %[[START]] to
-// The combination: the chunks' maximum, then their sums and outputs.
-// CHECK: scf.forall ({{.*}}) in (4) shared_outs
+// The combination, one output element per iteration: the chunks'
+// maximum, then their weighted sums.
+// CHECK: scf.forall ({{.*}}) in (4, 16) shared_outs
 // CHECK: scf.for %{{.*}} = %c0 to %[[CHUNKS]]
 // CHECK: arith.maximumf
 // CHECK: scf.for %{{.*}} = %c0 to %[[CHUNKS]]
@@ -60,8 +62,9 @@ func.func @decode(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x?x16xf32>, %v: tensor
 
 // The adjoints with the forward's logsumexp: delta = rowsum(dO O), then
 // dQ one query per iteration over its keys, and dK, dV one key per
-// iteration over the query heads of its group and the queries that see it
-// (from s on, causal).
+// iteration over the query heads of its group and the queries from the
+// first one that sees the first key of its warp (keys 32 i to 32 i + 31:
+// the warp's threads walk the same queries), hiding the earlier ones.
 // CHECK-LABEL: func.func @backward
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x4x8x16xf32>, %[[K:[^:]+]]: tensor<2x2x8x16xf32>, %[[V:[^:]+]]: tensor<2x2x8x16xf32>, %{{[^:]+}}: tensor<2x4x8x16xf32>, %[[DO:[^:]+]]: tensor<2x4x8x16xf32>, %[[LSE:[^:]+]]: tensor<2x4x8xf32>)
 // CHECK-NOT: tensor<2x4x8x8xf32>
@@ -71,12 +74,16 @@ func.func @decode(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x?x16xf32>, %v: tensor
 // CHECK: tensor.extract %[[DELTA]]
 // CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK: %[[DKV:.*]]:2 = scf.forall (%{{.*}}, %[[KH:.*]], %[[S:.*]]) in (2, 2, 8) shared_outs({{.*}}) -> (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>)
-// CHECK: %[[FIRSTQ:.*]] = arith.maxsi %[[S]], %c0
+// CHECK: %[[WARP:.*]] = arith.divui %[[S]], %c32
+// CHECK: %[[WARPSTART:.*]] = arith.muli %[[WARP]], %c32
+// CHECK: %[[FIRSTQ:.*]] = arith.maxsi %[[WARPSTART]], %c0
 // CHECK: %[[HEAD0:.*]] = arith.muli %[[KH]], %c2
 // CHECK: %[[HEADS:.*]] = arith.addi %[[HEAD0]], %c2
 // CHECK: scf.for %[[HEAD:.*]] = %[[HEAD0]] to %[[HEADS]] step %c1 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK: scf.for %[[TQ:.*]] = %[[FIRSTQ]] to %c8
 // CHECK: tensor.extract %[[Q]][%{{.*}}, %[[HEAD]], %[[TQ]], %c0]
+// CHECK: %[[HIDDEN:.*]] = arith.cmpi sgt, %[[S]], %[[TQ]]
+// CHECK: arith.select %[[HIDDEN]], %cst
 // CHECK: return %[[DQ]], %[[DKV]]#0, %[[DKV]]#1
 func.func @backward(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x2x8x16xf32>, %o: tensor<2x4x8x16xf32>, %do: tensor<2x4x8x16xf32>, %lse: tensor<2x4x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) {
   %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do logsumexp %lse mask causal : (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>)

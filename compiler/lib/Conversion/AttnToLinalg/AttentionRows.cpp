@@ -39,6 +39,8 @@ namespace {
 /// Threads a forward wants busy before it stops splitting each query's keys
 /// into chunks: about 128 on each multiprocessor of a large GPU.
 constexpr int64_t kRowsInFlight = 16384;
+/// Threads that run in lockstep (a warp on NVIDIA GPUs).
+constexpr int64_t kWarpSize = 32;
 /// The fewest keys a chunk walks, so that a thread's loads of its query
 /// and the combination of the chunks stay a small part of its work.
 constexpr int64_t kMinChunkKeys = 32;
@@ -222,12 +224,32 @@ struct RowAttention : AttentionOperands {
         b, loc, keys, arith::AddIOp::create(b, loc, last, index(b, loc, 1)));
   }
 
-  /// The first query that sees key s.
+  /// Where the queries of key s start: with a causal mask, the first query
+  /// that sees the first key of s's warp (keys 32 i to 32 i + 31), so that
+  /// the warp's threads walk the same queries, each query one address for
+  /// all of them; the queries before a key's own first are hidden from it
+  /// (`hideEarlierQuery`).
   Value firstQuery(OpBuilder &b, Location loc, Value s) const {
     if (!causal)
       return index(b, loc, 0);
-    return arith::MaxSIOp::create(b, loc, index(b, loc, 0),
-                                  arith::SubIOp::create(b, loc, s, offset));
+    Value warp = index(b, loc, kWarpSize);
+    Value warpStart = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, s, warp), warp);
+    return arith::MaxSIOp::create(
+        b, loc, index(b, loc, 0),
+        arith::SubIOp::create(b, loc, warpStart, offset));
+  }
+
+  /// Score `x` of key s for query t, -inf where the causal mask hides s from
+  /// t.
+  Value hideEarlierQuery(OpBuilder &b, Location loc, Value x, Value t,
+                         Value s) const {
+    if (!causal)
+      return x;
+    Value hidden = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sgt, s,
+        arith::AddIOp::create(b, loc, t, offset));
+    return arith::SelectOp::create(b, loc, hidden, negInf, x);
   }
 
   /// exp(x - shift), shift being `max` or 0 while `max` is -inf (every key
@@ -255,6 +277,11 @@ private:
   SmallVector<Value> combineChunks(OpBuilder &b, Location loc,
                                    ValueRange partials,
                                    bool withLogsumexp) const;
+  std::pair<Value, SmallVector<Value>> sumOverChunks(
+      OpBuilder &b, Location loc, ValueRange partials, ValueRange row,
+      unsigned count,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> terms)
+      const;
 };
 
 /// The output [B, H, T, Dv] and, `withLogsumexp`, each query's logsumexp.
@@ -320,63 +347,88 @@ SmallVector<Value> RowAttention::forwardChunks(OpBuilder &b, Location loc,
   return buildRowLoop(b, loc, sizes, outputs, body);
 }
 
-/// Each query's chunks combined: the output normalised by the sum over the
-/// chunks (zeros where it is 0) and, `withLogsumexp`, max + log(sum).
+/// Over the chunks of query `row` (batch, head, t) of `partials`: the
+/// shift (the chunks' largest maximum, 0 when that is -inf), and the sums
+/// over the chunks c of exp(maximum_c - shift) times each of the `count`
+/// values `terms(c)`.
+std::pair<Value, SmallVector<Value>> RowAttention::sumOverChunks(
+    OpBuilder &b, Location loc, ValueRange partials, ValueRange row,
+    unsigned count,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> terms)
+    const {
+  Value maxes = partials[0];
+  Value zero = index(b, loc, 0), chunks = dimOf(b, loc, maxes, 3);
+  auto chunkMax = [&](OpBuilder &b, Location loc, Value c) -> Value {
+    return tensor::ExtractOp::create(
+        b, loc, maxes, ValueRange{row[0], row[1], row[2], c});
+  };
+  Value max = buildSequentialLoop(
+      b, loc, zero, chunks, ValueRange{negInf},
+      [&](OpBuilder &b, Location loc, Value c, ValueRange state) {
+        return SmallVector<Value>{
+            arith::MaximumFOp::create(b, loc, state[0], chunkMax(b, loc, c))};
+      })[0];
+  Value shift = shiftOf(b, loc, max);
+  SmallVector<Value> inits(count, zeroF);
+  ValueRange sums = buildSequentialLoop(
+      b, loc, zero, chunks, inits,
+      [&](OpBuilder &b, Location loc, Value c, ValueRange state) {
+        Value w = expMinus(b, loc, chunkMax(b, loc, c), shift);
+        SmallVector<Value> next;
+        for (auto [sum, term] : llvm::zip_equal(state, terms(b, loc, c)))
+          next.push_back(multiplyAdd(b, loc, sum, w, term));
+        return next;
+      });
+  return {shift, llvm::to_vector(sums)};
+}
+
+/// Each query's chunks combined: the output, one element per iteration
+/// (a decoding step's few queries have Dv times the threads), normalised by
+/// the weighted sum of the chunks' sums (zeros where that is 0); and
+/// `withLogsumexp`, one query per iteration, shift + log(that sum).
 SmallVector<Value> RowAttention::combineChunks(OpBuilder &b, Location loc,
                                                ValueRange partials,
                                                bool withLogsumexp) const {
-  Value maxes = partials[0], sums = partials[1], accs = partials[2];
-  Value chunks = dimOf(b, loc, maxes, 3);
+  Value sums = partials[1], accs = partials[2];
+  auto chunkSum = [&](OpBuilder &b, Location loc, ValueRange row,
+                      Value c) -> Value {
+    return tensor::ExtractOp::create(b, loc, sums,
+                                     ValueRange{row[0], row[1], row[2], c});
+  };
+  auto isZero = [&](OpBuilder &b, Location loc, Value x) -> Value {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zeroF);
+  };
   SmallVector<OpFoldResult> outSizes = rowSizes();
   outSizes.push_back(b.getIndexAttr(valueDim));
-  SmallVector<Value> outputs = {empty(b, loc, outSizes)};
-  if (withLogsumexp)
-    outputs.push_back(empty(b, loc, rowSizes()));
-  auto body = [&](OpBuilder &b, Location loc, ValueRange ivs) {
-    Value zero = index(b, loc, 0);
-    auto chunkMax = [&](OpBuilder &b, Location loc, Value c) -> Value {
-      return tensor::ExtractOp::create(
-          b, loc, maxes, ValueRange{ivs[0], ivs[1], ivs[2], c});
-    };
-    Value max = buildSequentialLoop(
-        b, loc, zero, chunks, ValueRange{negInf},
-        [&](OpBuilder &b, Location loc, Value c, ValueRange state) {
-          return SmallVector<Value>{arith::MaximumFOp::create(
-              b, loc, state[0], chunkMax(b, loc, c))};
-        })[0];
-    Value shift = shiftOf(b, loc, max);
-    SmallVector<Value> inits(1 + valueDim, zeroF);
-    ValueRange total = buildSequentialLoop(
-        b, loc, zero, chunks, inits,
-        [&](OpBuilder &b, Location loc, Value c, ValueRange state) {
-          Value w = expMinus(b, loc, chunkMax(b, loc, c), shift);
-          Value sum = tensor::ExtractOp::create(
-              b, loc, sums, ValueRange{ivs[0], ivs[1], ivs[2], c});
-          SmallVector<Value> next = {multiplyAdd(b, loc, state[0], w, sum)};
-          for (int64_t e = 0; e < valueDim; ++e) {
-            Value acc = tensor::ExtractOp::create(
-                b, loc, accs,
-                ValueRange{ivs[0], ivs[1], ivs[2], c, index(b, loc, e)});
-            next.push_back(multiplyAdd(b, loc, state[1 + e], w, acc));
-          }
-          return next;
+  auto outputElement = [&](OpBuilder &b, Location loc, ValueRange ivs) {
+    ValueRange row = ivs.take_front(3);
+    auto [shift, totals] = sumOverChunks(
+        b, loc, partials, row, 2, [&](OpBuilder &b, Location loc, Value c) {
+          Value acc = tensor::ExtractOp::create(
+              b, loc, accs, ValueRange{row[0], row[1], row[2], c, ivs[3]});
+          return SmallVector<Value>{chunkSum(b, loc, row, c), acc};
         });
-    Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                       total[0], zeroF);
-    SmallVector<Value> out;
-    for (int64_t e = 0; e < valueDim; ++e)
-      out.push_back(arith::SelectOp::create(
-          b, loc, none, zeroF,
-          arith::DivFOp::create(b, loc, total[1 + e], total[0])));
-    RowResults results = {out};
-    if (withLogsumexp) {
-      Value lse = arith::AddFOp::create(b, loc, shift,
-                                        math::LogOp::create(b, loc, total[0]));
-      results.push_back({arith::SelectOp::create(b, loc, none, zeroF, lse)});
-    }
-    return results;
+    Value out = arith::DivFOp::create(b, loc, totals[1], totals[0]);
+    return RowResults{{arith::SelectOp::create(
+        b, loc, isZero(b, loc, totals[0]), zeroF, out)}};
   };
-  return buildRowLoop(b, loc, rowSizes(), outputs, body);
+  SmallVector<Value> results = buildRowLoop(
+      b, loc, outSizes, {empty(b, loc, outSizes)}, outputElement);
+  if (!withLogsumexp)
+    return results;
+  auto logsumexp = [&](OpBuilder &b, Location loc, ValueRange row) {
+    auto [shift, totals] = sumOverChunks(
+        b, loc, partials, row, 1, [&](OpBuilder &b, Location loc, Value c) {
+          return SmallVector<Value>{chunkSum(b, loc, row, c)};
+        });
+    Value lse = arith::AddFOp::create(b, loc, shift,
+                                      math::LogOp::create(b, loc, totals[0]));
+    return RowResults{{arith::SelectOp::create(
+        b, loc, isZero(b, loc, totals[0]), zeroF, lse)}};
+  };
+  results.push_back(buildRowLoop(b, loc, rowSizes(),
+                                 {empty(b, loc, rowSizes())}, logsumexp)[0]);
+  return results;
 }
 
 /// dQ [B, H, T, D]: for each query, sum over its keys s of dS k_s, dS =
@@ -438,8 +490,10 @@ SmallVector<Value> RowAttention::keyValueGradients(OpBuilder &b, Location loc,
       SmallVector<Value> qRow = loadRow(b, loc, q, batch, head, t, headDim);
       SmallVector<Value> dORow = loadRow(b, loc, dO, batch, head, t, valueDim);
       SmallVector<Value> row = {batch, head, t};
-      Value p = expMinus(b, loc, score(b, loc, batch, qRow, kRow, s),
-                         tensor::ExtractOp::create(b, loc, lse, row));
+      Value x = hideEarlierQuery(
+          b, loc, score(b, loc, batch, qRow, kRow, s), t, s);
+      Value p =
+          expMinus(b, loc, x, tensor::ExtractOp::create(b, loc, lse, row));
       Value weight = drop(b, loc, p, batch, head, t, s);
       Value dp = drop(b, loc, dot(b, loc, dORow, vRow), batch, head, t, s);
       Value ds = arith::MulFOp::create(
