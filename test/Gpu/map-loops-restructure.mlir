@@ -479,6 +479,59 @@ func.func @layer_norm_statistics(%x: memref<?x768xf32>, %arena: memref<?xi8>, %n
   return
 }
 
+// The same statistics of [B, T] rows as the models have them: each row's
+// statistic at [i, 0] of a [rows, 1] buffer, the loops' own index with a
+// constant beside it. Four kernels again.
+// CHECK-LABEL: func.func @layer_norm_statistics_of_rows
+// CHECK-COUNT-4: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+func.func @layer_norm_statistics_of_rows(%x: memref<?x1x768xf32>, %arena: memref<?xi8>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c768 = arith.constant 768 : index
+  %c4096 = arith.constant 4096 : index
+  %c8192 = arith.constant 8192 : index
+  %zero = arith.constant 0.0 : f32
+  %width = arith.constant 768.0 : f32
+  %a = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?x1xf32>
+  %b = memref.view %arena[%c4096][%n] : memref<?xi8> to memref<?x1xf32>
+  %mean = memref.view %arena[%c8192][%n] : memref<?xi8> to memref<?x1xf32>
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    memref.store %zero, %a[%j, %c0] : memref<?x1xf32>
+    scf.reduce
+  }
+  memref.copy %a, %b : memref<?x1xf32> to memref<?x1xf32>
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    scf.for %i = %c0 to %c768 step %c1 {
+      %v = memref.load %x[%j, %c0, %i] : memref<?x1x768xf32>
+      %s = memref.load %b[%j, %c0] : memref<?x1xf32>
+      %t = arith.addf %v, %s : f32
+      memref.store %t, %b[%j, %c0] : memref<?x1xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    %s = memref.load %b[%j, %c0] : memref<?x1xf32>
+    %m = arith.divf %s, %width : f32
+    memref.store %m, %mean[%j, %c0] : memref<?x1xf32>
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    scf.for %i = %c0 to %c768 step %c1 {
+      %v = memref.load %x[%j, %c0, %i] : memref<?x1x768xf32>
+      %m = memref.load %mean[%j, %c0] : memref<?x1xf32>
+      %d = arith.subf %v, %m : f32
+      %q = arith.mulf %d, %d : f32
+      %s = memref.load %a[%j, %c0] : memref<?x1xf32>
+      %t = arith.addf %q, %s : f32
+      memref.store %t, %a[%j, %c0] : memref<?x1xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
 // Loops over the same columns touching shared memory at their own index
 // only run as one kernel: a product's combining loop and its bias, moved
 // into both ways of the branch on the rows first.

@@ -572,21 +572,90 @@ Accumulator *findAccumulator(Accumulation &match, Value buffer,
                              ValueRange indices) {
   for (Accumulator &acc : match.accumulators)
     if (acc.store.getMemRef() == buffer &&
-        llvm::equal(acc.store.getIndices(), indices))
+        llvm::equal(acc.store.getIndices(), indices, [](Value a, Value b) {
+          // Two constants of one value are the same index.
+          return a == b || (getConstantIntValue(a) &&
+                            getConstantIntValue(a) == getConstantIntValue(b));
+        }))
       return &acc;
   return nullptr;
 }
 
-/// The buffer and the value of `loop` if it is a fill, `parallel j {
-/// buffer[j] = value }` from 0 in steps of 1, `value` defined outside it.
-std::optional<std::pair<Value, Value>> matchFill(scf::ParallelOp loop) {
+/// How an access of `loop`'s body indexes its buffer, if by the loop's own
+/// index: each of the loop's induction variables once, in order, with
+/// constants between them ([i, 0] of a row's statistic of a [rows, 1]
+/// buffer). An induction variable k is written -(k + 1), a constant as
+/// itself; then every iteration touches elements of its own, the same ones
+/// in every loop that indexes the buffer alike.
+std::optional<SmallVector<int64_t>> ownIndexPattern(ValueRange indices,
+                                                    scf::ParallelOp loop) {
+  SmallVector<int64_t> pattern;
+  int64_t next = 0;
+  SmallVector<Value> ivs = loop.getInductionVars();
+  for (Value index : indices) {
+    auto iv = llvm::find(ivs, index);
+    if (iv != ivs.end()) {
+      if (iv - ivs.begin() != next)
+        return std::nullopt;
+      pattern.push_back(-(++next));
+      continue;
+    }
+    std::optional<int64_t> constant = getConstantIntValue(index);
+    if (!constant || *constant < 0)
+      return std::nullopt;
+    pattern.push_back(*constant);
+  }
+  if (next != static_cast<int64_t>(ivs.size()))
+    return std::nullopt;
+  return pattern;
+}
+
+/// Whether `indices` index `buffer` by `loop`'s own index and leave out only
+/// its dims of static size 1 (index 0 there).
+bool indexesEveryElement(ValueRange indices, scf::ParallelOp loop,
+                         Value buffer) {
+  std::optional<SmallVector<int64_t>> pattern = ownIndexPattern(indices, loop);
+  if (!pattern)
+    return false;
+  auto type = cast<MemRefType>(buffer.getType());
+  for (auto [d, index] : llvm::enumerate(*pattern))
+    if (index >= 0 && (index != 0 || type.getDimSize(d) != 1))
+      return false;
+  return true;
+}
+
+/// A fill: every element of `buffer`, indexed by the loop's own index
+/// (`pattern`, ownIndexPattern), set to `value`.
+struct Fill {
+  Value buffer, value;
+  SmallVector<int64_t> pattern;
+};
+
+/// `loop` as a fill, if it is one: `parallel j { buffer[j] = value }` (or
+/// `buffer[j, 0]` of a [rows, 1] buffer) from 0 in steps of 1, `value`
+/// defined outside it.
+std::optional<Fill> matchFill(scf::ParallelOp loop) {
   Block *body = loop.getBody();
   auto store = dyn_cast<memref::StoreOp>(body->front());
   if (!loop.getInitVals().empty() || body->getOperations().size() != 2 ||
-      !store || !definedOutside(store.getValueToStore(), loop) ||
-      !llvm::equal(store.getIndices(), loop.getInductionVars()))
+      !store || !definedOutside(store.getValueToStore(), loop))
     return std::nullopt;
-  return std::make_pair(store.getMemRef(), store.getValueToStore());
+  SmallVector<Value> indices = store.getIndices();
+  if (!indexesEveryElement(indices, loop, store.getMemRef()))
+    return std::nullopt;
+  return Fill{store.getMemRef(), store.getValueToStore(),
+              *ownIndexPattern(indices, loop)};
+}
+
+/// The indices `pattern` (ownIndexPattern) gives in `loop`'s body.
+SmallVector<Value> indicesOf(OpBuilder &b, Location loc,
+                             ArrayRef<int64_t> pattern, scf::ParallelOp loop) {
+  SmallVector<Value> indices;
+  for (int64_t index : pattern)
+    indices.push_back(index < 0 ? loop.getInductionVars()[-index - 1]
+                                : arith::ConstantIndexOp::create(b, loc, index)
+                                      .getResult());
+  return indices;
 }
 
 /// `size` traced back as far as canonicalSize goes, however many reshapes
@@ -660,8 +729,8 @@ bool copyOfFillToFill(scf::ParallelOp loop, scf::ParallelOp fill,
                     : memref::StoreOp();
   if (!store || body->getOperations().size() != 3 ||
       load.getMemRef() != filled || store.getValueToStore() != load ||
-      !llvm::equal(load.getIndices(), loop.getInductionVars()) ||
-      !llvm::equal(store.getIndices(), loop.getInductionVars()) ||
+      !llvm::equal(load.getIndices(), store.getIndices()) ||
+      !indexesEveryElement(load.getIndices(), loop, filled) ||
       !sameColumns(fill, loop))
     return false;
   store.getValueMutable().assign(value);
@@ -697,7 +766,7 @@ bool usedOutside(Value value, Block &block, Operation *first, Operation *last) {
 
 /// Whether `first` and `second` (adjacent, over the same columns) can run
 /// as one loop: memory both touch, one writing it, is touched through one
-/// buffer at the columns' own index only; and two arena slots only one of
+/// buffer at the columns' own index only (ownIndexPattern, one pattern); and two arena slots only one of
 /// them touches (one writing) cannot be one slot's memory reused, since one
 /// of them is live across both loops.
 bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
@@ -707,6 +776,7 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
     return false;
   struct Use {
     bool first = false, second = false, written = false, ownIndex = true;
+    std::optional<SmallVector<int64_t>> pattern;
     SmallPtrSet<Value, 2> buffers;
   };
   llvm::MapVector<Value, Use> uses;
@@ -716,7 +786,11 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
       Use &use = uses[allocationOf(access.buffer)];
       (isFirst ? use.first : use.second) = true;
       use.written |= access.write;
-      use.ownIndex &= llvm::equal(access.indices, loop.getInductionVars());
+      std::optional<SmallVector<int64_t>> pattern =
+          ownIndexPattern(access.indices, loop);
+      use.ownIndex &= pattern && (!use.pattern || *use.pattern == *pattern);
+      if (!use.pattern)
+        use.pattern = pattern;
       use.buffers.insert(access.buffer);
     }
   };
@@ -820,7 +894,8 @@ void sinkFills(Block &block) {
       fills.push_back(loop);
   for (size_t i = 0; i < fills.size(); ++i) {
     scf::ParallelOp fill = fills[i];
-    auto [buffer, value] = *matchFill(fill);
+    Fill filled = *matchFill(fill);
+    Value buffer = filled.buffer;
     // The buffer, and what it is a slot of (the arena, freed whole).
     Value allocation = allocationOf(buffer), whole = rootBuffer(buffer);
     Operation *next = fill->getNextNode();
@@ -832,7 +907,7 @@ void sinkFills(Block &block) {
       if (!touched.contains(allocation) && !touched.contains(whole))
         continue;
       auto copy = dyn_cast<scf::ParallelOp>(next);
-      if (!copy || !copyOfFillToFill(copy, fill, buffer, value))
+      if (!copy || !copyOfFillToFill(copy, fill, buffer, filled.value))
         break;
       fills.push_back(copy);
     }
@@ -850,19 +925,22 @@ bool absorbInitialFills(RewriterBase &rewriter, scf::ParallelOp par) {
   bool any = false;
   for (Operation *prev = previousWithEffects(par); prev;) {
     auto fill = dyn_cast<scf::ParallelOp>(prev);
-    std::optional<std::pair<Value, Value>> filled =
-        fill ? matchFill(fill) : std::nullopt;
-    Accumulator *acc = filled ? findAccumulator(match, filled->first,
-                                                par.getInductionVars())
-                              : nullptr;
+    std::optional<Fill> filled = fill ? matchFill(fill) : std::nullopt;
+    Accumulator *acc = nullptr;
+    for (Accumulator &candidate : match.accumulators)
+      if (filled && candidate.store.getMemRef() == filled->buffer &&
+          ownIndexPattern(candidate.store.getIndices(), par) ==
+              filled->pattern)
+        acc = &candidate;
     // A buffer filled twice keeps the later fill: stop at the earlier.
     if (!acc || !sameColumns(fill, par) ||
         !started.insert(acc->store).second)
       break;
     prev = previousWithEffects(fill);
     rewriter.setInsertionPoint(outer);
-    memref::StoreOp::create(rewriter, fill.getLoc(), filled->second,
-                            filled->first, par.getInductionVars());
+    memref::StoreOp::create(
+        rewriter, fill.getLoc(), filled->value, filled->buffer,
+        indicesOf(rewriter, fill.getLoc(), filled->pattern, par));
     rewriter.eraseOp(fill);
     any = true;
   }

@@ -118,7 +118,10 @@ bool runsOnDevice(Operation *op) {
   return found;
 }
 
-/// `memref.copy` of a device buffer as a parallel loop over its elements.
+/// `memref.copy` of a device buffer as a parallel loop over its elements:
+/// one loop per dim not of static size 1 (index 0 in those), so that a
+/// copy of a [rows, 1] statistic runs over the rows as the loops that fill
+/// and reduce into it do.
 void copyAsLoop(RewriterBase &rewriter, memref::CopyOp copy) {
   rewriter.setInsertionPoint(copy);
   Location loc = copy.getLoc();
@@ -126,15 +129,21 @@ void copyAsLoop(RewriterBase &rewriter, memref::CopyOp copy) {
   auto type = cast<MemRefType>(source.getType());
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  // A rank-0 copy is a loop of one iteration.
-  int64_t loops = std::max<int64_t>(type.getRank(), 1);
-  SmallVector<Value> lower(loops, zero), steps(loops, one), upper(loops, one);
+  SmallVector<int64_t> looped;
   for (int64_t d = 0; d < type.getRank(); ++d)
-    upper[d] = memref::DimOp::create(rewriter, loc, source, d);
+    if (type.getDimSize(d) != 1)
+      looped.push_back(d);
+  // Without such a dim, a loop of one iteration.
+  size_t loops = std::max<size_t>(looped.size(), 1);
+  SmallVector<Value> lower(loops, zero), steps(loops, one), upper(loops, one);
+  for (auto [i, d] : llvm::enumerate(looped))
+    upper[i] = memref::DimOp::create(rewriter, loc, source, d);
   scf::ParallelOp::create(
       rewriter, loc, lower, upper, steps,
       [&](OpBuilder &b, Location l, ValueRange ivs) {
-        ValueRange indices = type.getRank() == 0 ? ValueRange{} : ivs;
+        SmallVector<Value> indices(type.getRank(), zero);
+        for (auto [i, d] : llvm::enumerate(looped))
+          indices[d] = ivs[i];
         Value element = memref::LoadOp::create(b, l, source, indices);
         memref::StoreOp::create(b, l, element, target, indices);
       });
