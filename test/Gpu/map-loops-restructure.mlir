@@ -532,6 +532,66 @@ func.func @layer_norm_statistics_of_rows(%x: memref<?x1x768xf32>, %arena: memref
   return
 }
 
+// A bias after a product's branch on its rows whose tiles' way ends with
+// a product on a view of C (which it cannot join) and whose other way is
+// the few-row branch: it moves into both ways, and into both ways of the
+// inner branch, where it joins the loops over C. Four kernels: the view's
+// and the bias in the first way, one in each inner way.
+// CHECK-LABEL: func.func @bias_after_nested_branch
+// CHECK: scf.if
+// CHECK: processor = block_x
+// CHECK: arith.addf
+// CHECK: processor = block_x
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.if
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: processor = block_x
+// CHECK-NEXT: } else {
+// CHECK: arith.subf
+// CHECK: arith.addf
+// CHECK: processor = block_x
+// CHECK-NEXT: {{^ *}}}
+// CHECK-NEXT: {{^ *}}}
+// CHECK-NEXT: return
+func.func @bias_after_nested_branch(%x: memref<?x64xf32>, %bias: memref<64xf32>, %y: memref<?x64xf32>, %many: i1, %few: i1, %n: index, %part: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  scf.if %many {
+    %view = memref.subview %y[0, 0] [%part, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+    scf.parallel (%i, %j) = (%c0, %c0) to (%part, %c64) step (%c1, %c1) {
+      %v = memref.load %x[%i, %j] : memref<?x64xf32>
+      memref.store %v, %view[%i, %j] : memref<?x64xf32, strided<[64, 1]>>
+      scf.reduce
+    }
+  } else {
+    scf.if %few {
+      scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+        %v = memref.load %x[%i, %j] : memref<?x64xf32>
+        %w = arith.mulf %v, %v : f32
+        memref.store %w, %y[%i, %j] : memref<?x64xf32>
+        scf.reduce
+      }
+    } else {
+      scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+        %v = memref.load %x[%i, %j] : memref<?x64xf32>
+        %w = arith.subf %v, %v : f32
+        memref.store %w, %y[%i, %j] : memref<?x64xf32>
+        scf.reduce
+      }
+    }
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+    %v = memref.load %y[%i, %j] : memref<?x64xf32>
+    %b = memref.load %bias[%j] : memref<64xf32>
+    %s = arith.addf %v, %b : f32
+    memref.store %s, %y[%i, %j] : memref<?x64xf32>
+    scf.reduce
+  }
+  return
+}
+
 // Loops over the same columns touching shared memory at their own index
 // only run as one kernel: a product's combining loop and its bias, moved
 // into both ways of the branch on the rows first.

@@ -5,7 +5,9 @@
 // x-z); each thread keeps rows y + 16 i and columns x + 16 j of the block
 // in registers and adds one term at a time (multiply-adds marked
 // contract: fused on the GPU);
-// linalg products on views cover the rest of C.
+// linalg products on views cover the rest of C. With a dynamic row count,
+// all of it is one way of a branch on M >= 64, the product as it was the
+// other.
 // RUN: attnc-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-simt-products))' | FileCheck %s
 
 // A thread's first two rows (or columns) of a block tile:
@@ -40,8 +42,12 @@
 // The last two columns of the whole blocks' rows:
 // CHECK: memref.subview %arg2[0, 128] [%{{.*}}, 2]
 // CHECK: linalg.matmul
-// CHECK-NOT: linalg.matmul
-// CHECK: return
+// Fewer rows than a block (M is dynamic: a decoding step's 1): the product
+// whole, on C itself, where its bias can join its kernels.
+// CHECK-NEXT: } else {
+// CHECK-NEXT: linalg.matmul {{.*}} ins(%arg0, %arg1 : {{.*}}) outs(%arg2 : memref<?x130xf32>)
+// CHECK-NEXT: }
+// CHECK-NEXT: return
 func.func @linear(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130xf32>) {
   linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
     ins(%x, %w : memref<?x72xf32>, memref<130x72xf32>) outs(%y : memref<?x130xf32>)
@@ -91,6 +97,8 @@ func.func @too_small(%a: memref<8x64xf32>, %b: memref<64x64xf32>, %c: memref<8x6
 // CHECK: } {attn.thread_tiles = array<i64: 2, 1, 3, 4>}
 // CHECK: memref.subview %arg2[0, 0, %{{.*}}, 0] [%{{.*}}, 6, %{{.*}}, 64]
 // CHECK: linalg.generic
+// CHECK: } else {
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : {{.*}}) outs(%arg2 :
 // CHECK-NOT: linalg.generic
 // CHECK: return
 func.func @values(%p: memref<?x6x?x?xf32>, %v: memref<?x6x?x64xf32>, %o: memref<?x6x?x64xf32>) {
@@ -118,6 +126,11 @@ func.func @values(%p: memref<?x6x?x?xf32>, %v: memref<?x6x?x64xf32>, %o: memref<
 // CHECK-NEXT: linalg.matmul {{.*}} outs(%[[ROWS]] :
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[COLS:.*]] : memref<?x2xf32, strided<[130, 1], offset: 128>>)
 // CHECK-NEXT: linalg.matmul {{.*}} outs(%[[COLS]] :
+// The other way (fewer rows than a block) fills C whole first.
+// CHECK-NEXT: } else {
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<?x130xf32>)
+// CHECK-NEXT: linalg.matmul {{.*}} outs(%arg2 :
+// CHECK-NEXT: }
 // CHECK-NEXT: return
 func.func @from_zero(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130xf32>) {
   %zero = arith.constant 0.0 : f32

@@ -24,8 +24,12 @@
 // The last two columns of the whole blocks' rows:
 // CHECK: memref.subview %arg2[0, 128] [%{{.*}}, 2]
 // CHECK: linalg.matmul
-// CHECK-NOT: linalg.matmul
-// CHECK: return
+// Fewer rows than a block (M is dynamic: a decoding step's 1): the product
+// whole, on C itself, where its bias can join its kernels.
+// CHECK-NEXT: } else {
+// CHECK-NEXT: linalg.matmul {{.*}} ins(%arg0, %arg1 : {{.*}}) outs(%arg2 : memref<?x130xf32>)
+// CHECK-NEXT: }
+// CHECK-NEXT: return
 func.func @linear(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130xf32>) {
   linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
     ins(%x, %w : memref<?x72xf32>, memref<130x72xf32>) outs(%y : memref<?x130xf32>)
@@ -79,6 +83,8 @@ func.func @too_small(%a: memref<8x64xf32>, %b: memref<64x64xf32>, %c: memref<8x6
 // CHECK: linalg.generic
 // CHECK: memref.subview %arg2[0, 0, 0, %{{.*}}] [%{{.*}}, 6, %{{.*}}, %{{.*}}]
 // CHECK: linalg.generic
+// CHECK: } else {
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : {{.*}}) outs(%arg2 :
 // CHECK-NOT: linalg.generic
 // CHECK: return
 func.func @scores(%q: memref<?x6x?x32xf32>, %k: memref<?x6x?x32xf32>, %s: memref<?x6x?x?xf32>) {
@@ -89,5 +95,25 @@ func.func @scores(%q: memref<?x6x?x32xf32>, %k: memref<?x6x?x32xf32>, %s: memref
     %r = arith.addf %c, %m : f32
     linalg.yield %r : f32
   }
+  return
+}
+
+// A zero fill of C before a product of dynamic rows goes into both ways:
+// the tensor cores' warps read C after it (a zero accumulator fails MLIR's
+// conversion to mma.sync), the product whole starts from it.
+// CHECK-LABEL: func.func @after_fill
+// CHECK: scf.if
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<?x130xf32>)
+// CHECK: attn.warp_tiles
+// CHECK: } else {
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<?x130xf32>)
+// CHECK-NEXT: linalg.matmul {{.*}} outs(%arg2 :
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @after_fill(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x130xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<?x72xf32>, memref<130x72xf32>) outs(%y : memref<?x130xf32>)
   return
 }

@@ -178,25 +178,41 @@ void rewriteBlockedProduct(RewriterBase &rewriter, linalg::LinalgOp op,
   OpFoldResult mWhole = apply(d0.floorDiv(kernel.blockM) * kernel.blockM, m);
   OpFoldResult nWhole = apply(d0.floorDiv(kernel.blockN) * kernel.blockN, n);
   OpFoldResult zero = rewriter.getIndexAttr(0);
-  linalg::FillOp zeroFill =
-      kernel.canStartFromZero ? precedingZeroFill(op, p.c) : nullptr;
+  linalg::FillOp zeroFill = precedingZeroFill(op, p.c);
+  bool fromZero = zeroFill && kernel.canStartFromZero;
+  bool branched = !getConstantIntValue(m);
+  if (branched) {
+    // Fewer rows than a block tile (a decoding step's): the product whole,
+    // on C itself, so that the loops after it (its bias) can join its
+    // kernels; the tiles in the other way. Each way takes the zero fill.
+    Value many = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::sge,
+        getValueOrCreateConstantIndexOp(rewriter, loc, m),
+        arith::ConstantIndexOp::create(rewriter, loc, kernel.blockM));
+    auto branch = scf::IfOp::create(rewriter, loc, many, /*else=*/true);
+    rewriter.setInsertionPointToStart(branch.elseBlock());
+    if (zeroFill)
+      rewriter.clone(*zeroFill);
+    rewriter.clone(*op);
+    rewriter.setInsertionPointToStart(branch.thenBlock());
+    if (zeroFill && !fromZero)
+      rewriter.clone(*zeroFill);
+  }
 
   emitKernel(rewriter, loc, p, kernel, batchSizes, blocksM, blocksN,
-             getValueOrCreateConstantIndexOp(rewriter, loc, kWhole),
-             bool(zeroFill));
+             getValueOrCreateConstantIndexOp(rewriter, loc, kWhole), fromZero);
   Range mAll{zero, m}, nAll{zero, n};
   Range kFirst{zero, kWhole};
   // The tiles and these two parts of C are disjoint; the last K mod step
   // terms are added to all of C after them.
   productOnViews(rewriter, op, p, {mWhole, apply(d0 % kernel.blockM, m)},
-                 nAll, kFirst, bool(zeroFill));
+                 nAll, kFirst, fromZero);
   productOnViews(rewriter, op, p, {zero, mWhole},
-                 {nWhole, apply(d0 % kernel.blockN, n)}, kFirst,
-                 bool(zeroFill));
+                 {nWhole, apply(d0 % kernel.blockN, n)}, kFirst, fromZero);
   productOnViews(rewriter, op, p, mAll, nAll,
                  {kWhole, apply(d0 % kernel.stepK, k)});
   rewriter.eraseOp(op);
-  if (zeroFill)
+  if (zeroFill && (fromZero || branched))
     rewriter.eraseOp(zeroFill);
 }
 

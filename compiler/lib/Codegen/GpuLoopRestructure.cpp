@@ -738,13 +738,18 @@ bool copyOfFillToFill(scf::ParallelOp loop, scf::ParallelOp fill,
   return true;
 }
 
-/// The parallel loop before `op` with only side-effect-free ops and frees
-/// between them, if there is one.
-scf::ParallelOp previousLoop(Operation *op) {
+/// The op before `op` with effects, past side-effect-free ops and frees.
+Operation *previousPastFrees(Operation *op) {
   Operation *prev = previousWithEffects(op);
   while (isa_and_nonnull<memref::DeallocOp, gpu::DeallocOp>(prev))
     prev = previousWithEffects(prev);
-  return dyn_cast_or_null<scf::ParallelOp>(prev);
+  return prev;
+}
+
+/// The parallel loop before `op` with only side-effect-free ops and frees
+/// between them, if there is one.
+scf::ParallelOp previousLoop(Operation *op) {
+  return dyn_cast_or_null<scf::ParallelOp>(previousPastFrees(op));
 }
 
 /// A loop fuseSameColumnLoops may merge: plain, over columns of its own.
@@ -849,16 +854,29 @@ bool joins(scf::ParallelOp first, scf::ParallelOp second) {
          sameColumns(first, second) && canFuse(first, second);
 }
 
+/// Whether `loop`, moved to the end of `way`, joins the loop there, or one
+/// at the end of a way of a branch there (where sinkIntoBranch takes it).
+bool joinsAtEnd(Block *way, scf::ParallelOp loop) {
+  Operation *last = previousPastFrees(way->getTerminator());
+  if (auto prev = dyn_cast_or_null<scf::ParallelOp>(last))
+    return joins(prev, loop);
+  auto branch = dyn_cast_or_null<scf::IfOp>(last);
+  return branch && branch.getNumResults() == 0 && branch.elseBlock() &&
+         (joinsAtEnd(branch.thenBlock(), loop) ||
+          joinsAtEnd(branch.elseBlock(), loop));
+}
+
 /// A parallel loop right after a branch (side-effect-free ops between
 /// them, which move before the branch) moved into both of its ways, when
-/// the last loop of each can join it.
+/// the last loop of one of them can join it (in the other it stays a
+/// kernel of its own): a product's bias, after the branch on its rows.
 void sinkIntoBranch(scf::ParallelOp loop) {
   auto branch = dyn_cast_or_null<scf::IfOp>(previousWithEffects(loop));
   if (!branch || branch.getNumResults() != 0 || !branch.elseBlock())
     return;
-  for (Block *way : {branch.thenBlock(), branch.elseBlock()})
-    if (!joins(previousLoop(way->getTerminator()), loop))
-      return;
+  if (!joinsAtEnd(branch.thenBlock(), loop) &&
+      !joinsAtEnd(branch.elseBlock(), loop))
+    return;
   while (branch->getNextNode() != loop)
     branch->getNextNode()->moveBefore(branch);
   OpBuilder b(branch.thenBlock()->getTerminator());
