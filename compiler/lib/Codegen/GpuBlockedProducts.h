@@ -7,7 +7,11 @@
 // block tiles cover, with K taken in whole steps, and linalg products on
 // views for the rest (the rows below the last whole tile, the columns
 // right of it, the last K mod step terms), which become generic kernels. A
-// product with no whole tile is left as it is.
+// product with no whole tile is left as it is. With a dynamic row count,
+// all of that is one way of a branch on M >= the block's rows, the product
+// as it was (on C itself, after its zero fill) the other: a decoding
+// step's few rows then run on C whole, and the loops after the product
+// (its bias) can join its kernels.
 //
 // The kernel is one scf.parallel whose dimensions are blocks and threads,
 // an attribute naming the processor of each (GpuWarpTiles.h); what a block

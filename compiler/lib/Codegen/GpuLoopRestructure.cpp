@@ -610,11 +610,11 @@ std::optional<SmallVector<int64_t>> ownIndexPattern(ValueRange indices,
   return pattern;
 }
 
-/// Whether `indices` index `buffer` by `loop`'s own index and leave out only
-/// its dims of static size 1 (index 0 there).
-bool indexesEveryElement(ValueRange indices, scf::ParallelOp loop,
-                         Value buffer) {
-  std::optional<SmallVector<int64_t>> pattern = ownIndexPattern(indices, loop);
+/// Whether an own index `pattern` (ownIndexPattern) of `buffer` leaves out
+/// only its dims of static size 1 (index 0 there): a loop over all of the
+/// pattern's induction variables' ranges covers every element.
+bool coversEveryElement(const std::optional<SmallVector<int64_t>> &pattern,
+                        Value buffer) {
   if (!pattern)
     return false;
   auto type = cast<MemRefType>(buffer.getType());
@@ -640,11 +640,11 @@ std::optional<Fill> matchFill(scf::ParallelOp loop) {
   if (!loop.getInitVals().empty() || body->getOperations().size() != 2 ||
       !store || !definedOutside(store.getValueToStore(), loop))
     return std::nullopt;
-  SmallVector<Value> indices = store.getIndices();
-  if (!indexesEveryElement(indices, loop, store.getMemRef()))
+  std::optional<SmallVector<int64_t>> pattern =
+      ownIndexPattern(store.getIndices(), loop);
+  if (!coversEveryElement(pattern, store.getMemRef()))
     return std::nullopt;
-  return Fill{store.getMemRef(), store.getValueToStore(),
-              *ownIndexPattern(indices, loop)};
+  return Fill{store.getMemRef(), store.getValueToStore(), *pattern};
 }
 
 /// The indices `pattern` (ownIndexPattern) gives in `loop`'s body.
@@ -730,7 +730,7 @@ bool copyOfFillToFill(scf::ParallelOp loop, scf::ParallelOp fill,
   if (!store || body->getOperations().size() != 3 ||
       load.getMemRef() != filled || store.getValueToStore() != load ||
       !llvm::equal(load.getIndices(), store.getIndices()) ||
-      !indexesEveryElement(load.getIndices(), loop, filled) ||
+      !coversEveryElement(ownIndexPattern(load.getIndices(), loop), filled) ||
       !sameColumns(fill, loop))
     return false;
   store.getValueMutable().assign(value);
@@ -771,9 +771,9 @@ bool usedOutside(Value value, Block &block, Operation *first, Operation *last) {
 
 /// Whether `first` and `second` (adjacent, over the same columns) can run
 /// as one loop: memory both touch, one writing it, is touched through one
-/// buffer at the columns' own index only (ownIndexPattern, one pattern); and two arena slots only one of
-/// them touches (one writing) cannot be one slot's memory reused, since one
-/// of them is live across both loops.
+/// buffer at the columns' own index only (one ownIndexPattern); and two
+/// arena slots only one of them touches (one writing) cannot be one slot's
+/// memory reused, since one of them is live across both loops.
 bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
   SmallVector<Access> firstAccesses, secondAccesses;
   if (failed(collectAccesses(first.getRegion(), firstAccesses)) ||

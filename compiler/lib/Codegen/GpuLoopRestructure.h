@@ -44,7 +44,7 @@ mlir::FailureOr<mlir::scf::ParallelOp>
 interchangeRowLoop(mlir::RewriterBase &rewriter, mlir::scf::ForOp loop);
 
 /// Moves each fill of `block` (`parallel j { buffer[j] = x }`, what
-/// linalg.fill becomes) down to right before the next op that touches its
+/// linalg.fill becomes, or `buffer[j, 0]` of a [rows, 1] buffer) down to right before the next op that touches its
 /// buffer (an arena slot counting as a buffer of its own), past ops that
 /// touch other memory only, so that absorbInitialFills finds it right
 /// before the reduction that starts from it. A copy of every element of a
@@ -65,11 +65,13 @@ bool absorbInitialFills(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par)
 /// `parallel j { A(j) }; parallel j { B(j) }` as `parallel j { A(j); B(j)
 /// }`, where no element of memory is touched by one loop's iteration j and
 /// another's iteration j' != j: memory both touch (one writing it) is
-/// touched through one buffer at [j] only. (A reduction's combining loop
-/// and the element-wise op on its result; element-wise chains.) A
-/// loop right after a branch moves into both ways first where it joins the
-/// last loop of each. Loops with named processors (tiled kernels) are left
-/// alone.
+/// touched through one buffer at [j] only ([j, 0] and the like: the loop's
+/// induction variables in order, constants between them). (A reduction's
+/// combining loop and the element-wise op on its result; element-wise
+/// chains.) A loop right after a branch moves into both of its ways where
+/// it joins the last loop of one of them, or of a way of a branch there (a
+/// product's bias after its branches on the rows). Loops with named
+/// processors (tiled kernels) are left alone.
 void fuseSameColumnLoops(mlir::Block &block);
 
 /// A reduction split in two parallel loops: partial results over slices of
