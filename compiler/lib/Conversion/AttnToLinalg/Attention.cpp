@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LinalgBuilders.h"
+#include "AttentionOperands.h"
 
 #include <limits>
 
@@ -152,20 +152,12 @@ Value updateInPlace(OpBuilder &b, Location loc, Value state, ValueRange inputs,
 /// The stages of one `attn.sdpa`'s loop nest and the values they all read:
 /// the operands, their sizes and the constants, built once in front of the
 /// nest.
-struct TiledSdpa {
+struct TiledSdpa : AttentionOperands {
   MLIRContext *context;
-  Value q, k, v, keyPadding;
-  bool causal;
-  /// Query heads per key/value head (1 without grouped-query attention).
-  int64_t group;
-  Type element;
-  Value zero, one, batches, heads, queries, keys, queryTile, keyTile;
+  Value zero, one, queryTile, keyTile;
   /// Key s is visible to query t when s <= t + offset (offset = S - T).
   Value offset;
-  Value scale, negInf, zeroF;
-  double rate;
-  /// Attention dropout's stream; null without dropout.
-  Value dropoutBase;
+  Value negInf, zeroF;
   /// The empty output (and logsumexp) tensors the nest fills tile by tile.
   SmallVector<Value> outputs;
   bool withLogsumexp;
@@ -217,39 +209,19 @@ struct TiledSdpa {
 TiledSdpa TiledSdpa::create(OpBuilder &b, Location loc, SdpaOp op,
                             SdpaOp::Adaptor adaptor, AttentionTiles tiles) {
   TiledSdpa s;
+  // Attention dropout (training entry points) drops and rescales the
+  // weights that multiply the values, not the softmax's normaliser.
+  static_cast<AttentionOperands &>(s) =
+      AttentionOperands::get(b, loc, op, adaptor);
   s.context = b.getContext();
-  s.q = adaptor.getQuery();
-  s.k = adaptor.getKey();
-  s.v = adaptor.getValue();
-  s.keyPadding = adaptor.getKeyPadding();
-  s.causal = op.getMask() == MaskKind::causal;
-  s.group = attentionGroupSize(s.q, s.k);
-  s.element = cast<RankedTensorType>(op.getResult().getType()).getElementType();
   s.zero = arith::ConstantIndexOp::create(b, loc, 0);
   s.one = arith::ConstantIndexOp::create(b, loc, 1);
-  s.batches = dimOf(b, loc, s.q, 0);
-  s.heads = dimOf(b, loc, s.q, 1);
-  s.queries = dimOf(b, loc, s.q, 2);
-  s.keys = dimOf(b, loc, s.k, 2);
-  Value headDim = dimOf(b, loc, s.q, 3);
   s.queryTile = arith::ConstantIndexOp::create(b, loc, tiles.query);
   s.keyTile = arith::ConstantIndexOp::create(b, loc, tiles.key);
   s.offset = arith::SubIOp::create(b, loc, s.keys, s.queries);
-  s.scale = attentionScale(b, loc, s.element, op.getScale(), headDim);
   s.negInf = floatConstant(b, loc, s.element,
                            -std::numeric_limits<double>::infinity());
   s.zeroF = floatConstant(b, loc, s.element, 0);
-  // Attention dropout (training entry points): the weights that multiply
-  // the values are dropped and rescaled; the softmax's normaliser is not.
-  s.rate = op.getDropout().convertToDouble();
-  if (adaptor.getSeed() && s.rate > 0) {
-    // The seed of the rows of [B, H, T, S] probabilities the call has.
-    Value rowElements = arith::MulIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, s.heads, s.queries), s.keys);
-    Value seed = dropoutSeed(b, loc, op, adaptor.getSeed(), rowElements);
-    s.dropoutBase =
-        dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
-  }
 
   SmallVector<OpFoldResult> outSizes = {s.batches, s.heads, s.queries,
                                         tensor::getMixedSize(b, loc, s.v, 3)};

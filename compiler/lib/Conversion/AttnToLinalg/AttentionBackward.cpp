@@ -29,7 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LinalgBuilders.h"
+#include "AttentionOperands.h"
 
 #include <limits>
 
@@ -160,26 +160,19 @@ struct RowStats {
 /// The stages of one `attn.sdpa_grad`'s loop nests and the values they all
 /// read: the operands, their sizes and the constants, built once in front
 /// of the nests.
-struct TiledSdpaGrad {
+struct TiledSdpaGrad : AttentionOperands {
   MLIRContext *context;
-  /// q, O, dO (and dQ, the forward's logsumexp) as [B, H_kv, G, ...] views
-  /// when `group` > 1.
-  Value q, k, v, o, dO, keyPadding;
+  /// q (of the base), O, dO (and dQ, the forward's logsumexp) as [B, H_kv,
+  /// G, ...] views when `group` > 1.
+  Value o, dO;
   /// The forward's [B, H, T] logsumexp; null when the backward recomputes it.
   Value forwardLse;
-  bool causal;
-  /// Query heads per key/value head (1 without grouped-query attention).
-  int64_t group;
-  Type element;
-  Value zero, one, batches, heads, queries, keys, queryTile, keyTile;
+  Value zero, one, queryTile, keyTile;
   /// The key/value heads and the group size, as indices (group > 1 only).
   Value kvHeads, groupSize;
   /// Key s is visible to query t when s <= t + offset (offset = S - T).
   Value offset;
-  Value scale, negInf, zeroF;
-  double rate;
-  /// Attention dropout's stream; null without dropout.
-  Value dropoutBase;
+  Value negInf, zeroF;
   OpFoldResult headDim, valueDim;
   /// dQ (zeros), dK and dV as the loop nest starts.
   SmallVector<Value> grads;
@@ -256,41 +249,22 @@ TiledSdpaGrad TiledSdpaGrad::create(OpBuilder &b, Location loc, SdpaGradOp op,
                                     SdpaGradOp::Adaptor adaptor,
                                     AttentionTiles tiles) {
   TiledSdpaGrad s;
+  static_cast<AttentionOperands &>(s) =
+      AttentionOperands::get(b, loc, op, adaptor);
   s.context = b.getContext();
-  s.q = adaptor.getQuery();
-  s.k = adaptor.getKey();
-  s.v = adaptor.getValue();
   s.o = adaptor.getOutput();
   s.dO = adaptor.getGradOutput();
   s.forwardLse = adaptor.getLogsumexp();
-  s.keyPadding = adaptor.getKeyPadding();
-  s.causal = op.getMask() == MaskKind::causal;
   auto qType = cast<RankedTensorType>(s.q.getType());
-  s.element = qType.getElementType();
 
   s.zero = arith::ConstantIndexOp::create(b, loc, 0);
   s.one = arith::ConstantIndexOp::create(b, loc, 1);
-  s.batches = dimOf(b, loc, s.q, 0);
-  s.heads = dimOf(b, loc, s.q, 1);
-  s.queries = dimOf(b, loc, s.q, 2);
-  s.keys = dimOf(b, loc, s.k, 2);
   s.queryTile = arith::ConstantIndexOp::create(b, loc, tiles.query);
   s.keyTile = arith::ConstantIndexOp::create(b, loc, tiles.key);
   s.offset = arith::SubIOp::create(b, loc, s.keys, s.queries);
-  s.scale =
-      attentionScale(b, loc, s.element, op.getScale(), dimOf(b, loc, s.q, 3));
   double inf = std::numeric_limits<double>::infinity();
   s.negInf = floatConstant(b, loc, s.element, -inf);
   s.zeroF = floatConstant(b, loc, s.element, 0);
-  s.rate = op.getDropout().convertToDouble();
-  if (adaptor.getSeed() && s.rate > 0) {
-    // The seed of the rows of [B, H, T, S] probabilities the call has.
-    Value rowElements = arith::MulIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, s.heads, s.queries), s.keys);
-    Value seed = dropoutSeed(b, loc, op, adaptor.getSeed(), rowElements);
-    s.dropoutBase =
-        dropoutStreamBase(b, loc, seed, op.getStream().value_or(0));
-  }
   s.rowType = RankedTensorType::get({ShapedType::kDynamic}, s.element);
   s.blockType = RankedTensorType::get(
       {ShapedType::kDynamic, ShapedType::kDynamic}, s.element);
@@ -303,7 +277,6 @@ TiledSdpaGrad TiledSdpaGrad::create(OpBuilder &b, Location loc, SdpaGradOp op,
   s.grads = {filledTensor(b, loc, qType, qSizes, b.getFloatAttr(s.element, 0)),
              tensor::EmptyOp::create(b, loc, kSizes, s.element),
              tensor::EmptyOp::create(b, loc, vSizes, s.element)};
-  s.group = attentionGroupSize(s.q, s.k);
   if (s.group > 1) {
     s.kvHeads = dimOf(b, loc, s.k, 1);
     s.groupSize = arith::ConstantIndexOp::create(b, loc, s.group);
