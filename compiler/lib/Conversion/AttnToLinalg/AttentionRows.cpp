@@ -252,13 +252,15 @@ struct RowAttention : AttentionOperands {
     return arith::SelectOp::create(b, loc, hidden, negInf, x);
   }
 
-  /// exp(x - shift), shift being `max` or 0 while `max` is -inf (every key
-  /// so far masked), so that exp gives 0, not NaN.
+  /// The shift of the online softmax's exp(x - shift): `max`, or 0 while
+  /// `max` is -inf (every key so far masked), so that exp gives 0, not NaN.
   Value shiftOf(OpBuilder &b, Location loc, Value max) const {
     Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, max,
                                        negInf);
     return arith::SelectOp::create(b, loc, none, zeroF, max);
   }
+
+  /// exp(x - shift).
   Value expMinus(OpBuilder &b, Location loc, Value x, Value shift) const {
     return math::ExpOp::create(b, loc,
                                arith::SubFOp::create(b, loc, x, shift));
