@@ -10,6 +10,7 @@
 #include "GpuWarpTiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -567,16 +568,14 @@ FailureOr<ColumnAccumulation> matchColumnAccumulation(scf::ParallelOp par) {
   return result;
 }
 
-/// The accumulator of `match` into buffer[indices], if there is one.
+/// The accumulator of `match` into buffer[indices], if there is one (two
+/// constants of one value being the same index).
 Accumulator *findAccumulator(Accumulation &match, Value buffer,
-                             ValueRange indices) {
+                             ArrayRef<OpFoldResult> indices) {
   for (Accumulator &acc : match.accumulators)
     if (acc.store.getMemRef() == buffer &&
-        llvm::equal(acc.store.getIndices(), indices, [](Value a, Value b) {
-          // Two constants of one value are the same index.
-          return a == b || (getConstantIntValue(a) &&
-                            getConstantIntValue(a) == getConstantIntValue(b));
-        }))
+        llvm::equal(getAsOpFoldResult(acc.store.getIndices()), indices,
+                    isEqualConstantIntOrValue))
       return &acc;
   return nullptr;
 }
@@ -647,14 +646,16 @@ std::optional<Fill> matchFill(scf::ParallelOp loop) {
   return Fill{store.getMemRef(), store.getValueToStore(), *pattern};
 }
 
-/// The indices `pattern` (ownIndexPattern) gives in `loop`'s body.
-SmallVector<Value> indicesOf(OpBuilder &b, Location loc,
-                             ArrayRef<int64_t> pattern, scf::ParallelOp loop) {
-  SmallVector<Value> indices;
+/// The indices `pattern` (ownIndexPattern) gives in `loop`'s body: its
+/// induction variables and constants.
+SmallVector<OpFoldResult> indicesOf(ArrayRef<int64_t> pattern,
+                                    scf::ParallelOp loop) {
+  Builder b(loop.getContext());
+  SmallVector<OpFoldResult> indices;
   for (int64_t index : pattern)
-    indices.push_back(index < 0 ? loop.getInductionVars()[-index - 1]
-                                : arith::ConstantIndexOp::create(b, loc, index)
-                                      .getResult());
+    indices.push_back(index < 0
+                          ? OpFoldResult(loop.getInductionVars()[-index - 1])
+                          : OpFoldResult(b.getIndexAttr(index)));
   return indices;
 }
 
@@ -944,12 +945,10 @@ bool absorbInitialFills(RewriterBase &rewriter, scf::ParallelOp par) {
   for (Operation *prev = previousWithEffects(par); prev;) {
     auto fill = dyn_cast<scf::ParallelOp>(prev);
     std::optional<Fill> filled = fill ? matchFill(fill) : std::nullopt;
-    Accumulator *acc = nullptr;
-    for (Accumulator &candidate : match.accumulators)
-      if (filled && candidate.store.getMemRef() == filled->buffer &&
-          ownIndexPattern(candidate.store.getIndices(), par) ==
-              filled->pattern)
-        acc = &candidate;
+    SmallVector<OpFoldResult> at =
+        filled ? indicesOf(filled->pattern, par) : SmallVector<OpFoldResult>();
+    Accumulator *acc =
+        filled ? findAccumulator(match, filled->buffer, at) : nullptr;
     // A buffer filled twice keeps the later fill: stop at the earlier.
     if (!acc || !sameColumns(fill, par) ||
         !started.insert(acc->store).second)
@@ -958,7 +957,7 @@ bool absorbInitialFills(RewriterBase &rewriter, scf::ParallelOp par) {
     rewriter.setInsertionPoint(outer);
     memref::StoreOp::create(
         rewriter, fill.getLoc(), filled->value, filled->buffer,
-        indicesOf(rewriter, fill.getLoc(), filled->pattern, par));
+        getValueOrCreateConstantIndexOp(rewriter, fill.getLoc(), at));
     rewriter.eraseOp(fill);
     any = true;
   }
@@ -995,7 +994,7 @@ FailureOr<SplitReduction> splitColumnReduction(RewriterBase &rewriter,
   SmallVector<Value> initial(match.accumulators.size());
   for (memref::StoreOp store : columnMatch->initialStores) {
     Accumulator *acc = findAccumulator(match, store.getMemRef(),
-                                       store.getIndices());
+                                       getAsOpFoldResult(store.getIndices()));
     if (!acc)
       return failure();
     initial[acc - match.accumulators.begin()] = store.getValueToStore();
