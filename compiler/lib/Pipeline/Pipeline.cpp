@@ -75,6 +75,7 @@ static void addLinalgOnBuffers(OpPassManager &pm, bool gpu,
   pm.addPass(createSymbolDCEPass());
   ConvertAttnToLinalgOptions toLinalg;
   toLinalg.attention = gpu ? "rows" : "tiles";
+  toLinalg.warpNorms = gpu;
   if (cpu) {
     toLinalg.queryTile = cpu->attentionQueryTile;
     toLinalg.keyTile = cpu->attentionKeyTile;
@@ -162,6 +163,12 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
   // Attention's row loops, now on buffers, as the parallel loops the
   // mapping takes.
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
+  // The norms' loops over a warp's lanes: a warp's 32 (the default) on
+  // the GPU, one on the host.
+  AttnGpuWarpLanesOptions warpLanes;
+  if (onHost)
+    warpLanes.lanes = 1;
+  pm.addNestedPass<func::FuncOp>(createAttnGpuWarpLanes(warpLanes));
   pm.addNestedPass<func::FuncOp>(createAttnReuseBuffers());
   pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
   if (tensorCores)
@@ -183,6 +190,10 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
     return;
   }
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  // Constants and sizes computed from them into the kernels: immediates in
+  // the PTX (a division by a constant, a loop of known trip count), not
+  // kernel parameters.
+  pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   // One in-order stream: the host waits only where it reads.

@@ -343,6 +343,33 @@ def AttnGpuElideHostWaits
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def AttnGpuWarpLanes : Pass<"attn-gpu-warp-lanes", "::mlir::func::FuncOp"> {
+  let summary = "Fixes the lane count of loops written for a warp's lanes";
+  let description = [{
+    Loops written for the lanes of a warp (`convert-attn-to-linalg`'s
+    `warp-norms`) take their lane count from `gpu.subgroup_size` and
+    combine the lanes' values by `gpu.shuffle xor` across the subgroup.
+    This pass gives the count its value, `lanes`, and settles each such
+    shuffle: one from a lane within the count is valid, one from past it
+    returns the lane's own value, invalid.
+    - 32 (the GPU target): every shuffle of a 32-lane butterfly is valid
+      and stays for the GPU. attn-gpu-map-loops puts the lanes, the
+      innermost dimension of their loop, in consecutive threads: a warp
+      each, since the loop's size is a multiple of 32 and its blocks are
+      too.
+    - 1 (`cuda-on-host`): one lane walks the whole row and every shuffle
+      is invalid (the butterfly adds nothing), so the CPU runs the loops as
+      written.
+    Fails with a diagnostic on any other count, and on a shuffle across the
+    subgroup that is not XOR by a constant.
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", /*default=*/"32",
+           "Lanes of a warp: 32, or 1 to run the loops on the host">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def AttnGpuLoopsOnHost : Pass<"attn-gpu-loops-on-host", "::mlir::func::FuncOp"> {
   let summary = "Runs the GPU mapping's loops on the host (for tests)";
   let description = [{

@@ -42,6 +42,13 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     stays in L1 next to the query and key tiles (the pipeline sets them
     from the CPU cost model, docs/Codegen.md). Fails with a diagnostic on
     a tile size below 1.
+
+    `warp-norms` (the GPU target) lowers `attn.layer_norm` and
+    `attn.rms_norm` to one parallel loop over the rows and the lanes of a
+    warp (NormalizationRows.cpp): each lane sums its strided part of the
+    row, `gpu.subgroup_reduce` combines the lanes, and each lane writes its
+    part of the result. The lane count is `gpu.subgroup_size` until
+    `attn-gpu-warp-lanes` fixes it.
   }];
   let options = [
     Option<"attention", "attention", "std::string", /*default=*/"\"tiles\"",
@@ -49,12 +56,14 @@ def ConvertAttnToLinalg : Pass<"convert-attn-to-linalg", "::mlir::ModuleOp"> {
     Option<"queryTile", "query-tile", "int64_t", /*default=*/"64",
            "Queries per tile of the attention loop nests (at least 1)">,
     Option<"keyTile", "key-tile", "int64_t", /*default=*/"64",
-           "Keys per tile of the attention loop nests (at least 1)">
+           "Keys per tile of the attention loop nests (at least 1)">,
+    Option<"warpNorms", "warp-norms", "bool", /*default=*/"false",
+           "Layer and RMS norms as one loop over rows and a warp's lanes">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
-    "::mlir::tensor::TensorDialect"
+    "::mlir::tensor::TensorDialect", "::mlir::gpu::GPUDialect"
   ];
 }
 

@@ -39,8 +39,6 @@ namespace {
 /// Threads a forward wants busy before it stops splitting each query's keys
 /// into chunks: about 128 on each multiprocessor of a large GPU.
 constexpr int64_t kRowsInFlight = 16384;
-/// Threads that run in lockstep (a warp on NVIDIA GPUs).
-constexpr int64_t kWarpSize = 32;
 /// The fewest keys a chunk walks, so that a thread's loads of its query
 /// and the combination of the chunks stay a small part of its work.
 constexpr int64_t kMinChunkKeys = 32;

@@ -10,6 +10,7 @@
 #include "attn/Dialect/Transforms/EntryPoints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 using namespace mlir;
 
@@ -29,6 +30,8 @@ void populateAttnToLinalgPatterns(RewritePatternSet &patterns,
   populateDropoutPatterns(patterns);
   populateGradientPatterns(patterns);
   populateOptimizerPatterns(patterns);
+  if (options.warpNorms)
+    populateWarpNormPatterns(patterns);
   if (options.attention == "rows")
     populateRowAttentionPatterns(patterns);
   if (options.attention != "tiles") {
@@ -67,7 +70,8 @@ struct ConvertAttnToLinalgPass
     ConversionTarget target(*context);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, scf::SCFDialect,
-                           tensor::TensorDialect, func::FuncDialect>();
+                           tensor::TensorDialect, func::FuncDialect,
+                           gpu::GPUDialect>();
     target.addIllegalDialect<AttnDialect>();
     target.addLegalOp<ParamOp, TrainOp>();
     RewritePatternSet patterns(context);
@@ -75,6 +79,7 @@ struct ConvertAttnToLinalgPass
     options.attention = attention;
     options.queryTile = queryTile;
     options.keyTile = keyTile;
+    options.warpNorms = warpNorms;
     populateAttnToLinalgPatterns(patterns, options);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -213,6 +213,10 @@ struct AttentionTiles {
   int64_t key;
 };
 
+/// Threads that run in lockstep (a warp on NVIDIA GPUs): the row
+/// lowerings of the GPU target lay out their loops for it.
+inline constexpr int64_t kWarpSize = 32;
+
 /// Patterns of each op family.
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
@@ -230,6 +234,7 @@ void populateAttentionBackwardPatterns(mlir::RewritePatternSet &patterns,
                                        AttentionTiles tiles);
 void populateMaterializedAttentionPatterns(mlir::RewritePatternSet &patterns);
 void populateRowAttentionPatterns(mlir::RewritePatternSet &patterns);
+void populateWarpNormPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace attn
 
