@@ -93,6 +93,9 @@ static void addLinalgOnBuffers(OpPassManager &pm, bool gpu,
   // merges an update's read of a slot with its write of the same slot.
   pm.addPass(createAttnParamWritesInPlace());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
+  // A value built only to be stored somewhere (new keys and values for
+  // the cache) is built in its destination rather than copied there.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.allowReturnAllocsFromLoops = true;

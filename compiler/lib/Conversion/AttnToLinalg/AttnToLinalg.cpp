@@ -84,6 +84,9 @@ struct ConvertAttnToLinalgPass
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
+    if (attention == "rows" &&
+        failed(foldTransposesIntoRowLoops(getOperation())))
+      return signalPassFailure();
     // The dropout lowering read the rows' argument (dropoutSeed); LLVM has
     // no use for its mark.
     getOperation().walk([](func::FuncOp func) {

@@ -236,6 +236,11 @@ void populateMaterializedAttentionPatterns(mlir::RewritePatternSet &patterns);
 void populateRowAttentionPatterns(mlir::RewritePatternSet &patterns);
 void populateWarpNormPatterns(mlir::RewritePatternSet &patterns);
 
+/// After the row lowerings: a transpose that is the only reader of a row
+/// loop's result (attention's output read into rows) written by the loop
+/// itself at transposed places (TransposeIntoRowLoops.cpp).
+mlir::LogicalResult foldTransposesIntoRowLoops(mlir::Operation *root);
+
 } // namespace attn
 
 #endif // ATTN_CONVERSION_ATTNTOLINALG_LINALGBUILDERS_H
