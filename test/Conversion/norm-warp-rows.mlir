@@ -74,3 +74,44 @@ func.func @rms_norm(%x: tensor<10xf32>, %w: tensor<10xf32>) -> tensor<10xf32> {
   %y = attn.rms_norm %x, %w eps 1.000000e-06 : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
   return %y : tensor<10xf32>
 }
+
+// The adjoints: one loop over rows and lanes recomputes the statistics,
+// sums dy w and dy w xhat in one pass over the row (two butterflies), and
+// writes dx and, from lane 0, the row's mean and 1/sqrt(var + eps), which
+// the weight's and bias's sums over the rows read (a linalg reduction).
+// CHECK-LABEL: func.func @layer_norm_grad
+// CHECK: scf.forall ({{.*}}) in (%{{.*}}, %{{.*}}, %[[L:.*]]) shared_outs({{.*}}) -> (tensor<?x?x768xf32>, tensor<?x?x1xf32>, tensor<?x?x1xf32>)
+// CHECK-COUNT-20: gpu.shuffle  xor
+// CHECK-NOT: gpu.shuffle
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-3: tensor.parallel_insert_slice
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2]] : tensor<?x?x1xf32> into tensor<?x?xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2]] : tensor<?x?x1xf32> into tensor<?x?xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "reduction", "parallel"]
+func.func @layer_norm_grad(%x: tensor<?x?x768xf32>, %w: tensor<768xf32>, %dy: tensor<?x?x768xf32>) -> (tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>) {
+  %dx, %dw, %db = attn.layer_norm_grad %x, %w, %dy eps 1.000000e-05 : (tensor<?x?x768xf32>, tensor<768xf32>, tensor<?x?x768xf32>) -> (tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>)
+  return %dx, %dw, %db : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>
+}
+
+// RMS norm's: the mean square, then mean(dy w x), dx and the row's
+// 1/sqrt(ms + eps) for the weight's sum.
+// CHECK-LABEL: func.func @rms_norm_grad
+// CHECK: scf.forall ({{.*}}) in (%{{.*}}, %{{.*}}) shared_outs({{.*}}) -> (tensor<?x64xf32>, tensor<?x1xf32>)
+// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK-NOT: gpu.shuffle
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<?x1xf32> into tensor<?xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+func.func @rms_norm_grad(%x: tensor<?x64xf32>, %w: tensor<64xf32>, %dy: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<64xf32>) {
+  %dx, %dw = attn.rms_norm_grad %x, %w, %dy eps 1.000000e-06 : (tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<64xf32>)
+  return %dx, %dw : tensor<?x64xf32>, tensor<64xf32>
+}
+
+// A norm's adjoint of one row (no rows to keep statistics for): the
+// linalg form.
+// CHECK-LABEL: func.func @rms_norm_grad_of_one_row
+// CHECK-NOT: gpu.shuffle
+// CHECK: linalg.generic
+func.func @rms_norm_grad_of_one_row(%x: tensor<64xf32>, %w: tensor<64xf32>, %dy: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %dx, %dw = attn.rms_norm_grad %x, %w, %dy eps 1.000000e-06 : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>)
+  return %dx, %dw : tensor<64xf32>, tensor<64xf32>
+}

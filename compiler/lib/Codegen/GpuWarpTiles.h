@@ -22,6 +22,8 @@
 #ifndef ATTN_LIB_CODEGEN_GPUWARPTILES_H
 #define ATTN_LIB_CODEGEN_GPUWARPTILES_H
 
+#include "attn/Codegen/WarpLanes.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -33,7 +35,6 @@ inline constexpr llvm::StringLiteral kWarpTilesAttr = "attn.warp_tiles";
 /// The same for a kernel written per thread.
 inline constexpr llvm::StringLiteral kThreadTilesAttr = "attn.thread_tiles";
 
-inline constexpr int64_t kWarpSize = 32;
 
 /// The processors `attr` names for the dimensions of `loop`, or none.
 inline std::optional<llvm::SmallVector<mlir::gpu::Processor>>

@@ -29,6 +29,8 @@
 
 #include "AttentionOperands.h"
 
+#include "attn/Codegen/WarpLanes.h"
+
 #include <limits>
 
 using namespace mlir;

@@ -327,6 +327,43 @@ RowStatistics rowStatistics(OpBuilder &b, Location loc, Value x, double eps,
   return stats;
 }
 
+} // namespace
+
+SmallVector<Value> layerNormGradResults(OpBuilder &b, Location loc,
+                                        LayerNormGradOp op, Value dx, Value x,
+                                        Value dy, Value mean, Value rstd) {
+  // dw = sum over rows of dy xhat, db = sum over rows of dy, xhat = (x -
+  // mean) rstd.
+  auto featureType = cast<RankedTensorType>(op.getGradWeight().getType());
+  SmallVector<Value> dwdb = reducePerFeature(
+      b, loc, {x, dy}, {mean, rstd}, 2, featureType,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value xhat = arith::MulFOp::create(
+            nb, l, arith::SubFOp::create(nb, l, a[0], a[2]), a[3]);
+        return SmallVector<Value>{arith::MulFOp::create(nb, l, a[1], xhat),
+                                  a[1]};
+      });
+  return {tensor::CastOp::create(b, loc, op.getGradInput().getType(), dx),
+          dwdb[0],
+          tensor::CastOp::create(b, loc, op.getGradBias().getType(), dwdb[1])};
+}
+
+SmallVector<Value> rmsNormGradResults(OpBuilder &b, Location loc,
+                                      RmsNormGradOp op, Value dx, Value x,
+                                      Value dy, Value rstd) {
+  // dw = sum over rows of dy x rstd.
+  auto featureType = cast<RankedTensorType>(op.getGradWeight().getType());
+  Value dw = reducePerFeature(
+      b, loc, {x, dy}, rstd, 1, featureType,
+      [](OpBuilder &nb, Location l, ValueRange a) {
+        return SmallVector<Value>{arith::MulFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, a[1], a[0]), a[2])};
+      })[0];
+  return {tensor::CastOp::create(b, loc, op.getGradInput().getType(), dx), dw};
+}
+
+namespace {
+
 struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -393,21 +430,8 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
               arith::MulFOp::create(b, l, xhat, meanDxhatXhat));
           return arith::MulFOp::create(b, l, a[3], inner).getResult();
         });
-    // dw = sum over rows of dy xhat, db = sum over rows of dy.
-    auto featureType = cast<RankedTensorType>(op.getGradWeight().getType());
-    SmallVector<Value> dwdb = reducePerFeature(
-        rewriter, loc, {x, dy}, {stats.mean, stats.rstd}, 2, featureType,
-        [&](OpBuilder &b, Location l, ValueRange a) {
-          Value xhat = xhatOf(b, l, a[0], a[2], a[3]);
-          return SmallVector<Value>{arith::MulFOp::create(b, l, a[1], xhat),
-                                    a[1]};
-        });
-    rewriter.replaceOp(op, {tensor::CastOp::create(rewriter, loc,
-                                                   op.getGradInput().getType(), dx),
-                            dwdb[0],
-                            tensor::CastOp::create(rewriter, loc,
-                                                   op.getGradBias().getType(),
-                                                   dwdb[1])});
+    rewriter.replaceOp(op, layerNormGradResults(rewriter, loc, op, dx, x, dy,
+                                                stats.mean, stats.rstd));
     return success();
   }
 };
@@ -466,16 +490,8 @@ struct RmsNormGradLowering : OpConversionPattern<RmsNormGradOp> {
                          return arith::SubFOp::create(b, l, first, second)
                              .getResult();
                        });
-    auto featureType = cast<RankedTensorType>(op.getGradWeight().getType());
-    Value dw = reducePerFeature(
-        rewriter, loc, {x, dy}, stats.rstd, 1, featureType,
-        [](OpBuilder &b, Location l, ValueRange a) {
-          return SmallVector<Value>{arith::MulFOp::create(
-              b, l, arith::MulFOp::create(b, l, a[1], a[0]), a[2])};
-        })[0];
-    rewriter.replaceOp(
-        op, {tensor::CastOp::create(rewriter, loc, op.getGradInput().getType(), dx),
-             dw});
+    rewriter.replaceOp(op,
+                       rmsNormGradResults(rewriter, loc, op, dx, x, dy, stats.rstd));
     return success();
   }
 };

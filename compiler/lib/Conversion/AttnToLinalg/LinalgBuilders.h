@@ -213,9 +213,19 @@ struct AttentionTiles {
   int64_t key;
 };
 
-/// Threads that run in lockstep (a warp on NVIDIA GPUs): the row
-/// lowerings of the GPU target lay out their loops for it.
-inline constexpr int64_t kWarpSize = 32;
+/// The results of `attn.layer_norm_grad` from its input adjoint `dx` and
+/// each row's mean and 1/sqrt(var + eps) (one rank fewer than `x`): dx cast
+/// to its type, and the weight's and bias's adjoints summed over the rows.
+llvm::SmallVector<mlir::Value>
+layerNormGradResults(mlir::OpBuilder &b, mlir::Location loc,
+                     LayerNormGradOp op, mlir::Value dx, mlir::Value x,
+                     mlir::Value dy, mlir::Value mean, mlir::Value rstd);
+
+/// The same for `attn.rms_norm_grad`, from each row's 1/sqrt(ms + eps).
+llvm::SmallVector<mlir::Value>
+rmsNormGradResults(mlir::OpBuilder &b, mlir::Location loc, RmsNormGradOp op,
+                   mlir::Value dx, mlir::Value x, mlir::Value dy,
+                   mlir::Value rstd);
 
 /// Patterns of each op family.
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);

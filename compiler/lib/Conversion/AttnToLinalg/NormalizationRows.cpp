@@ -24,6 +24,8 @@
 
 #include "LinalgBuilders.h"
 
+#include "attn/Codegen/WarpLanes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -45,133 +47,204 @@ struct WarpRow {
   Value widthFloat;  // the same as a float, for means
   Type element;
 
-  /// Element `column` of the row: input plus residual.
-  Value at(OpBuilder &b, Location loc, Value column) const {
+  /// Element `column` of `tensor`'s row (a tensor of the input's shape).
+  Value of(OpBuilder &b, Location loc, Value tensor, Value column) const {
     SmallVector<Value> indices(row);
     indices.push_back(column);
-    Value value = tensor::ExtractOp::create(b, loc, input, indices);
+    return tensor::ExtractOp::create(b, loc, tensor, indices);
+  }
+
+  /// Element `column` of the row: input plus residual.
+  Value at(OpBuilder &b, Location loc, Value column) const {
+    Value value = of(b, loc, input, column);
     if (!residual)
       return value;
-    return arith::AddFOp::create(
-        b, loc, value, tensor::ExtractOp::create(b, loc, residual, indices));
+    return arith::AddFOp::create(b, loc, value, of(b, loc, residual, column));
   }
 
-  /// The sum over the row of `term(column)`: this lane's elements in
-  /// order, then the lanes' sums combined, the same value in every lane.
-  Value sum(OpBuilder &b, Location loc,
-            function_ref<Value(OpBuilder &, Location, Value)> term) const {
-    Value zero = floatConstant(b, loc, element, 0);
+  /// The sums over the row of `terms(column)`, in one pass: this lane's
+  /// elements in order, then the lanes' sums combined, the same values in
+  /// every lane.
+  SmallVector<Value>
+  sums(OpBuilder &b, Location loc, unsigned count,
+       function_ref<SmallVector<Value>(OpBuilder &, Location, Value)> terms)
+      const {
+    SmallVector<Value> zeros(count, floatConstant(b, loc, element, 0));
     auto loop = scf::ForOp::create(
-        b, loc, lane, width, lanes, ValueRange{zero},
+        b, loc, lane, width, lanes, zeros,
         [&](OpBuilder &nb, Location l, Value column, ValueRange acc) {
-          Value next = arith::AddFOp::create(nb, l, acc[0], term(nb, l, column));
+          SmallVector<Value> next;
+          for (auto [sum, term] : llvm::zip_equal(acc, terms(nb, l, column)))
+            next.push_back(arith::AddFOp::create(nb, l, sum, term));
           scf::YieldOp::create(nb, l, next);
         });
-    return sumOverLanes(b, loc, loop.getResult(0));
-  }
-
-  /// `value` summed over the lanes by a butterfly of XOR shuffles: after
-  /// the step of distance d each lane holds the sum of its group of 2d
-  /// lanes, a + b in one lane and b + a in its partner, the same float. A
-  /// shuffle from a lane past the count is invalid and adds -0, which
-  /// changes no sum (one lane: the value itself).
-  Value sumOverLanes(OpBuilder &b, Location loc, Value value) const {
-    Value width = arith::IndexCastOp::create(b, loc, b.getI32Type(), lanes);
-    Value negativeZero = floatConstant(b, loc, element, -0.0);
-    for (int32_t distance = 1; distance < kWarpSize; distance *= 2) {
-      Value offset = arith::ConstantIntOp::create(b, loc, distance, 32);
-      auto shuffle = gpu::ShuffleOp::create(b, loc, value, offset, width,
-                                            gpu::ShuffleMode::XOR);
-      Value other =
-          arith::SelectOp::create(b, loc, shuffle.getValid(),
-                                  shuffle.getShuffleResult(), negativeZero);
-      value = arith::AddFOp::create(b, loc, value, other);
-    }
-    return value;
+    SmallVector<Value> totals;
+    for (Value partial : loop.getResults())
+      totals.push_back(sumOverLanes(b, loc, partial, lanes));
+    return totals;
   }
 
   /// The row's mean of `term`.
   Value mean(OpBuilder &b, Location loc,
              function_ref<Value(OpBuilder &, Location, Value)> term) const {
-    return arith::DivFOp::create(b, loc, sum(b, loc, term), widthFloat);
+    Value sum = sums(b, loc, 1, [&](OpBuilder &nb, Location l, Value c) {
+      return SmallVector<Value>{term(nb, l, c)};
+    })[0];
+    return arith::DivFOp::create(b, loc, sum, widthFloat);
   }
 };
 
-/// One output element from its column, given the row's statistics.
-using RowOutputFn = std::function<Value(OpBuilder &, Location, Value column)>;
-using RowStatisticsFn =
-    function_ref<RowOutputFn(OpBuilder &, Location, const WarpRow &)>;
+/// One result of the loop: a tensor of the input's shape (an element per
+/// column) or of one value per row (a statistic the adjoints keep for the
+/// weights' sums), from its column, given the row's statistics.
+struct RowOutput {
+  bool perRow;
+  std::function<Value(OpBuilder &, Location, Value column)> value;
+};
+using RowStatisticsFn = function_ref<SmallVector<RowOutput>(
+    OpBuilder &, Location, const WarpRow &)>;
 
-/// The loop over rows and lanes whose iteration computes its row's
-/// statistics (`statistics`, which returns the function of one output
-/// element) and writes the lane's elements of the result.
-Value buildWarpRows(OpBuilder &b, Location loc, Value input, Value residual,
-                    RowStatisticsFn statistics) {
-  auto type = cast<RankedTensorType>(input.getType());
-  int64_t rank = type.getRank();
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, input);
-  Value width = getValueOrCreateConstantIndexOp(b, loc, sizes.back());
-  Value lanes = gpu::SubgroupSizeOp::create(b, loc, /*upper_bound=*/nullptr);
-  Value output = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
-  SmallVector<OpFoldResult> loopSizes(sizes.begin(), sizes.end() - 1);
-  loopSizes.push_back(lanes);
-  auto loop = scf::ForallOp::create(b, loc, loopSizes, ValueRange{output},
-                                    std::nullopt);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getTerminator());
-  SmallVector<Value> ivs = loop.getInductionVars();
-  WarpRow row{input,
-              residual,
-              SmallVector<Value>(ivs.begin(), ivs.end() - 1),
-              ivs.back(),
-              lanes,
-              width,
-              arith::SIToFPOp::create(
-                  b, loc, type.getElementType(),
-                  arith::IndexCastOp::create(b, loc, b.getI64Type(), width)),
-              type.getElementType()};
-  RowOutputFn outputAt = statistics(b, loc, row);
-  // The lane's elements lane, lane + L, ... as a strided slice of its row:
-  // ceil((width - lane) / L) of them (lane < L, so the dividend is not
-  // negative).
+/// Writes `output` of iteration (row..., lane) into `shared` ([rows...,
+/// n]): the lane's elements lane, lane + L, ... as a strided slice of its
+/// row, ceil((n - lane) / L) of them (lane < L, so the dividend is not
+/// negative; a statistic, n = 1, is lane 0's).
+void writeLaneSlice(OpBuilder &b, Location loc, const WarpRow &row,
+                    scf::ForallOp loop, Value shared, Value n,
+                    const RowOutput &output) {
+  int64_t rank = row.row.size() + 1;
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value count = arith::DivUIOp::create(
       b, loc,
       arith::SubIOp::create(
           b, loc,
-          arith::AddIOp::create(b, loc, width,
-                                arith::SubIOp::create(b, loc, lanes, one)),
+          arith::AddIOp::create(b, loc, n,
+                                arith::SubIOp::create(b, loc, row.lanes, one)),
           row.lane),
-      lanes);
-  SmallVector<OpFoldResult> offsets(ivs.begin(), ivs.end());
+      row.lanes);
+  SmallVector<OpFoldResult> offsets(row.row.begin(), row.row.end());
+  offsets.push_back(row.lane);
   SmallVector<OpFoldResult> extents(rank - 1, b.getIndexAttr(1));
   extents.push_back(count);
   SmallVector<OpFoldResult> strides(rank - 1, b.getIndexAttr(1));
-  strides.push_back(lanes);
-  Value shared = loop.getRegionIterArgs()[0];
+  strides.push_back(row.lanes);
   Value slice = tensor::ExtractSliceOp::create(b, loc, shared, offsets, extents,
                                                strides);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   auto fill = scf::ForOp::create(
       b, loc, zero, count, one, ValueRange{slice},
       [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
         Value column = arith::AddIOp::create(
-            nb, l, row.lane, arith::MulIOp::create(nb, l, k, lanes));
+            nb, l, row.lane, arith::MulIOp::create(nb, l, k, row.lanes));
         SmallVector<Value> at(rank - 1, zero);
         at.push_back(k);
         Value inserted = tensor::InsertOp::create(
-            nb, l, outputAt(nb, l, column), acc[0], at);
+            nb, l, output.value(nb, l, column), acc[0], at);
         scf::YieldOp::create(nb, l, inserted);
       });
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(loop.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(b, loc, fill.getResult(0), shared,
                                         offsets, extents, strides);
-  return loop.getResult(0);
 }
 
-/// Whether the warp form applies: a residual, if any, of the input's type.
-bool warpRowsApply(Value input, Value residual) {
-  return !residual || residual.getType() == input.getType();
+/// The loop over rows and lanes whose iteration computes its row's
+/// statistics (`statistics`, which returns the functions of the outputs'
+/// elements) and writes the lane's elements of each output. The results:
+/// a tensor of the input's shape for an output per column, of its shape
+/// without the last dim for an output per row.
+SmallVector<Value> buildWarpRows(OpBuilder &b, Location loc, Value input,
+                                 Value residual, ArrayRef<bool> perRow,
+                                 RowStatisticsFn statistics) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Type element = type.getElementType();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, input);
+  Value width = getValueOrCreateConstantIndexOp(b, loc, sizes.back());
+  Value lanes = gpu::SubgroupSizeOp::create(b, loc, /*upper_bound=*/nullptr);
+  SmallVector<OpFoldResult> statisticSizes(sizes);
+  statisticSizes.back() = b.getIndexAttr(1);
+  SmallVector<Value> outputs;
+  for (bool statistic : perRow)
+    outputs.push_back(tensor::EmptyOp::create(
+        b, loc, statistic ? statisticSizes : sizes, element));
+  SmallVector<OpFoldResult> loopSizes(sizes.begin(), sizes.end() - 1);
+  loopSizes.push_back(lanes);
+  auto loop = scf::ForallOp::create(b, loc, loopSizes, outputs, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getTerminator());
+    SmallVector<Value> ivs = loop.getInductionVars();
+    WarpRow row{input,
+                residual,
+                SmallVector<Value>(ivs.begin(), ivs.end() - 1),
+                ivs.back(),
+                lanes,
+                width,
+                arith::SIToFPOp::create(
+                    b, loc, element,
+                    arith::IndexCastOp::create(b, loc, b.getI64Type(), width)),
+                element};
+    SmallVector<RowOutput> results = statistics(b, loc, row);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    for (auto [result, shared] :
+         llvm::zip_equal(results, loop.getRegionIterArgs()))
+      writeLaneSlice(b, loc, row, loop, shared, result.perRow ? one : width,
+                     result);
+  }
+  // Statistics [rows..., 1] as [rows...].
+  SmallVector<Value> values;
+  int64_t rank = type.getRank();
+  SmallVector<ReassociationIndices> lastTwo;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    lastTwo.push_back({d});
+  lastTwo.push_back({rank - 2, rank - 1});
+  for (auto [statistic, value] : llvm::zip_equal(perRow, loop.getResults()))
+    values.push_back(statistic ? Value(tensor::CollapseShapeOp::create(
+                                     b, loc, value, lastTwo))
+                               : Value(value));
+  return values;
+}
+
+/// Whether the warp form applies: a residual, if any, of the input's type,
+/// and rows (an adjoint's statistics are one rank fewer, at least 1).
+bool warpRowsApply(Value input, Value residual, int64_t minRank = 1) {
+  return cast<RankedTensorType>(input.getType()).getRank() >= minRank &&
+         (!residual || residual.getType() == input.getType());
+}
+
+/// 1 / sqrt(`value` + eps).
+Value inverseRoot(OpBuilder &b, Location loc, const WarpRow &row, Value value,
+                  double eps) {
+  return math::RsqrtOp::create(
+      b, loc,
+      arith::AddFOp::create(b, loc, value,
+                            floatConstant(b, loc, row.element, eps)));
+}
+
+/// A layer norm's statistics of a row.
+struct LayerNormRow {
+  Value mean, rstd; // rstd: 1 / sqrt(var + eps)
+};
+
+LayerNormRow layerNormStatistics(OpBuilder &b, Location loc,
+                                 const WarpRow &row, double eps) {
+  Value mean = row.mean(b, loc, [&](OpBuilder &nb, Location l, Value c) {
+    return row.at(nb, l, c);
+  });
+  Value var = row.mean(b, loc, [&](OpBuilder &nb, Location l, Value c) {
+    Value centred = arith::SubFOp::create(nb, l, row.at(nb, l, c), mean);
+    return arith::MulFOp::create(nb, l, centred, centred).getResult();
+  });
+  return {mean, inverseRoot(b, loc, row, var, eps)};
+}
+
+/// An RMS norm's 1 / sqrt(mean(y^2) + eps) of the row.
+Value rmsNormStatistic(OpBuilder &b, Location loc, const WarpRow &row,
+                       double eps) {
+  Value meanSquare = row.mean(b, loc, [&](OpBuilder &nb, Location l, Value c) {
+    Value y = row.at(nb, l, c);
+    return arith::MulFOp::create(nb, l, y, y).getResult();
+  });
+  return inverseRoot(b, loc, row, meanSquare, eps);
 }
 
 struct LayerNormWarpRows : OpConversionPattern<LayerNormOp> {
@@ -185,30 +258,24 @@ struct LayerNormWarpRows : OpConversionPattern<LayerNormOp> {
     Value weight = adaptor.getWeight(), bias = adaptor.getBias();
     double eps = op.getEps().convertToDouble();
     Value result = buildWarpRows(
-        rewriter, op.getLoc(), input, residual,
-        [&](OpBuilder &b, Location loc, const WarpRow &row) -> RowOutputFn {
-          Value mean = row.mean(b, loc, [&](OpBuilder &nb, Location l, Value c) {
-            return row.at(nb, l, c);
-          });
-          Value var = row.mean(b, loc, [&](OpBuilder &nb, Location l, Value c) {
-            Value centred = arith::SubFOp::create(nb, l, row.at(nb, l, c), mean);
-            return arith::MulFOp::create(nb, l, centred, centred).getResult();
-          });
-          Value inv = math::RsqrtOp::create(
-              b, loc,
-              arith::AddFOp::create(b, loc, var,
-                                    floatConstant(b, loc, row.element, eps)));
+        rewriter, op.getLoc(), input, residual, {false},
+        [&](OpBuilder &b, Location loc,
+            const WarpRow &row) -> SmallVector<RowOutput> {
+          LayerNormRow statistics = layerNormStatistics(b, loc, row, eps);
+          Value mean = statistics.mean, inv = statistics.rstd;
           // As the linalg form computes it: (y - mean) inv w + b.
-          return [=, &row](OpBuilder &nb, Location l, Value c) {
-            Value centred = arith::SubFOp::create(nb, l, row.at(nb, l, c), mean);
-            Value normalized = arith::MulFOp::create(nb, l, centred, inv);
-            Value w = tensor::ExtractOp::create(nb, l, weight, c);
-            Value shift = tensor::ExtractOp::create(nb, l, bias, c);
-            return arith::AddFOp::create(
-                       nb, l, arith::MulFOp::create(nb, l, normalized, w), shift)
-                .getResult();
-          };
-        });
+          return {{false, [=, &row](OpBuilder &nb, Location l, Value c) {
+                     Value centred =
+                         arith::SubFOp::create(nb, l, row.at(nb, l, c), mean);
+                     Value normalized = arith::MulFOp::create(nb, l, centred, inv);
+                     Value w = tensor::ExtractOp::create(nb, l, weight, c);
+                     Value shift = tensor::ExtractOp::create(nb, l, bias, c);
+                     return arith::AddFOp::create(
+                                nb, l, arith::MulFOp::create(nb, l, normalized, w),
+                                shift)
+                         .getResult();
+                   }}};
+        })[0];
     rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(), result);
     return success();
   }
@@ -225,26 +292,133 @@ struct RmsNormWarpRows : OpConversionPattern<RmsNormOp> {
     Value weight = adaptor.getWeight();
     double eps = op.getEps().convertToDouble();
     Value result = buildWarpRows(
-        rewriter, op.getLoc(), input, residual,
-        [&](OpBuilder &b, Location loc, const WarpRow &row) -> RowOutputFn {
-          Value meanSquare =
-              row.mean(b, loc, [&](OpBuilder &nb, Location l, Value c) {
-                Value y = row.at(nb, l, c);
-                return arith::MulFOp::create(nb, l, y, y).getResult();
-              });
-          Value inv = math::RsqrtOp::create(
-              b, loc,
-              arith::AddFOp::create(b, loc, meanSquare,
-                                    floatConstant(b, loc, row.element, eps)));
+        rewriter, op.getLoc(), input, residual, {false},
+        [&](OpBuilder &b, Location loc,
+            const WarpRow &row) -> SmallVector<RowOutput> {
+          Value inv = rmsNormStatistic(b, loc, row, eps);
           // As the linalg form computes it: y inv w.
-          return [=, &row](OpBuilder &nb, Location l, Value c) {
-            Value normalized =
-                arith::MulFOp::create(nb, l, row.at(nb, l, c), inv);
-            Value w = tensor::ExtractOp::create(nb, l, weight, c);
-            return arith::MulFOp::create(nb, l, normalized, w).getResult();
-          };
-        });
+          return {{false, [=, &row](OpBuilder &nb, Location l, Value c) {
+                     Value normalized =
+                         arith::MulFOp::create(nb, l, row.at(nb, l, c), inv);
+                     Value w = tensor::ExtractOp::create(nb, l, weight, c);
+                     return arith::MulFOp::create(nb, l, normalized, w)
+                         .getResult();
+                   }}};
+        })[0];
     rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(), result);
+    return success();
+  }
+};
+
+/// The input's adjoint per row, with the row's statistics kept for the
+/// weight's and bias's sums over the rows (linalg reductions, as the
+/// linalg form has them): dx = rstd (dxhat - mean(dxhat) - xhat
+/// mean(dxhat xhat)), xhat = (x - mean) rstd, dxhat = dy w.
+struct LayerNormGradWarpRows : OpConversionPattern<LayerNormGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value x = adaptor.getInput(), w = adaptor.getWeight(),
+          dy = adaptor.getGradOutput();
+    if (!warpRowsApply(x, nullptr, /*minRank=*/2))
+      return failure();
+    double eps = op.getEps().convertToDouble();
+    Location loc = op.getLoc();
+    SmallVector<Value> results = buildWarpRows(
+        rewriter, loc, x, nullptr, {false, true, true},
+        [&](OpBuilder &b, Location l,
+            const WarpRow &row) -> SmallVector<RowOutput> {
+          LayerNormRow statistics = layerNormStatistics(b, l, row, eps);
+          Value mean = statistics.mean, rstd = statistics.rstd;
+          auto xhatAt = [=, &row](OpBuilder &nb, Location nl, Value c) {
+            return arith::MulFOp::create(
+                       nb, nl, arith::SubFOp::create(nb, nl, row.at(nb, nl, c), mean),
+                       rstd)
+                .getResult();
+          };
+          auto dxhatAt = [=, &row](OpBuilder &nb, Location nl, Value c) {
+            return arith::MulFOp::create(nb, nl, row.of(nb, nl, dy, c),
+                                         tensor::ExtractOp::create(nb, nl, w, c))
+                .getResult();
+          };
+          SmallVector<Value> sums =
+              row.sums(b, l, 2, [&](OpBuilder &nb, Location nl, Value c) {
+                Value dxhat = dxhatAt(nb, nl, c);
+                return SmallVector<Value>{
+                    dxhat,
+                    arith::MulFOp::create(nb, nl, dxhat, xhatAt(nb, nl, c))};
+              });
+          Value meanDxhat = arith::DivFOp::create(b, l, sums[0], row.widthFloat);
+          Value meanDxhatXhat =
+              arith::DivFOp::create(b, l, sums[1], row.widthFloat);
+          auto constant = [](Value v) {
+            return [v](OpBuilder &, Location, Value) { return v; };
+          };
+          return {{false,
+                   [=](OpBuilder &nb, Location nl, Value c) {
+                     Value inner = arith::SubFOp::create(
+                         nb, nl,
+                         arith::SubFOp::create(nb, nl, dxhatAt(nb, nl, c),
+                                               meanDxhat),
+                         arith::MulFOp::create(nb, nl, xhatAt(nb, nl, c),
+                                               meanDxhatXhat));
+                     return arith::MulFOp::create(nb, nl, rstd, inner)
+                         .getResult();
+                   }},
+                  {true, constant(mean)},
+                  {true, constant(rstd)}};
+        });
+    rewriter.replaceOp(op, layerNormGradResults(rewriter, loc, op, results[0],
+                                                x, dy, results[1], results[2]));
+    return success();
+  }
+};
+
+/// The same for RMS norm: dx = r dy w - r^3 x mean(dy w x).
+struct RmsNormGradWarpRows : OpConversionPattern<RmsNormGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RmsNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value x = adaptor.getInput(), w = adaptor.getWeight(),
+          dy = adaptor.getGradOutput();
+    if (!warpRowsApply(x, nullptr, /*minRank=*/2))
+      return failure();
+    double eps = op.getEps().convertToDouble();
+    Location loc = op.getLoc();
+    SmallVector<Value> results = buildWarpRows(
+        rewriter, loc, x, nullptr, {false, true},
+        [&](OpBuilder &b, Location l,
+            const WarpRow &row) -> SmallVector<RowOutput> {
+          Value r = rmsNormStatistic(b, l, row, eps);
+          auto dyw = [=, &row](OpBuilder &nb, Location nl, Value c) {
+            return arith::MulFOp::create(nb, nl, row.of(nb, nl, dy, c),
+                                         tensor::ExtractOp::create(nb, nl, w, c))
+                .getResult();
+          };
+          Value meanGx = row.mean(b, l, [&](OpBuilder &nb, Location nl, Value c) {
+            return arith::MulFOp::create(nb, nl, dyw(nb, nl, c),
+                                         row.at(nb, nl, c))
+                .getResult();
+          });
+          Value r3 = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, r, r),
+                                           r);
+          return {{false,
+                   [=, &row](OpBuilder &nb, Location nl, Value c) {
+                     Value first =
+                         arith::MulFOp::create(nb, nl, r, dyw(nb, nl, c));
+                     Value second = arith::MulFOp::create(
+                         nb, nl, r3,
+                         arith::MulFOp::create(nb, nl, row.at(nb, nl, c),
+                                               meanGx));
+                     return arith::SubFOp::create(nb, nl, first, second)
+                         .getResult();
+                   }},
+                  {true, [r](OpBuilder &, Location, Value) { return r; }}};
+        });
+    rewriter.replaceOp(op, rmsNormGradResults(rewriter, loc, op, results[0], x,
+                                              dy, results[1]));
     return success();
   }
 };
@@ -254,8 +428,8 @@ struct RmsNormWarpRows : OpConversionPattern<RmsNormOp> {
 void populateWarpNormPatterns(RewritePatternSet &patterns) {
   // Ahead of the linalg patterns of the same ops, which remain for the
   // shapes these refuse.
-  patterns.add<LayerNormWarpRows, RmsNormWarpRows>(patterns.getContext(),
-                                                   /*benefit=*/2);
+  patterns.add<LayerNormWarpRows, RmsNormWarpRows, LayerNormGradWarpRows,
+               RmsNormGradWarpRows>(patterns.getContext(), /*benefit=*/2);
 }
 
 } // namespace attn
