@@ -1,21 +1,25 @@
-// attn-gpu-few-row-products: a product C[M, N] += A[M, K] * B[N, K] with
-// static N and K a multiple of 32 branches on M: at most 16 rows (a
-// decoding step's) take partial sums over 32 interleaved slices of K,
-// P[m, n, c] = sum_i A[m, 32 i + c] * B[n, 32 i + c], then their sum into
-// C; more rows take the product as it was.
+// attn-gpu-few-row-products: a product C[M, N] += A[M, K] * B[N, K]
+// branches on M: at most 16 rows (a decoding step's) run as one loop over
+// (m, n, lane) written for a warp's lanes, lane c summing A[m, k] B[n, k]
+// over k = c, c + L, ..., five XOR shuffles combining the lanes, lane 0
+// adding the total to C[m, n]; more rows take the product as it was.
 // RUN: attnc-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-few-row-products))' | FileCheck %s
 
 // CHECK-LABEL: func.func @linear
 // CHECK: %[[M:.*]] = memref.dim %arg2, %c0
 // CHECK: %[[FEW:.*]] = arith.cmpi ule, %[[M]], %c16
 // CHECK: scf.if %[[FEW]] {
-// CHECK: %[[A:.*]] = memref.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [%{{.*}}, 24, 32] : memref<?x768xf32> into memref<?x24x32xf32>
-// CHECK: %[[B:.*]] = memref.expand_shape %arg1 {{\[\[}}0], [1, 2]] output_shape [2304, 24, 32] : memref<2304x768xf32, strided<[768, 1], offset: 4096>> into memref<2304x24x32xf32, strided<[768, 32, 1], offset: 4096>>
-// CHECK: %[[P:.*]] = memref.alloc(%{{.*}}) : memref<?x2304x32xf32>
-// CHECK: linalg.fill
-// CHECK: linalg.generic {indexing_maps = [#[[AM:.*]], #[[BM:.*]], #[[PM:.*]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[A]], %[[B]] : {{.*}}) outs(%[[P]] : memref<?x2304x32xf32>)
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[P]] : memref<?x2304x32xf32>) outs(%arg2 : memref<?x2304xf32>)
-// CHECK: memref.dealloc %[[P]]
+// CHECK: %[[L:.*]] = gpu.subgroup_size : index
+// CHECK: scf.parallel (%[[I:.*]], %[[J:.*]], %[[LANE:.*]]) = ({{.*}}) to (%{{.*}}, %{{.*}}, %[[L]])
+// CHECK: scf.for %[[K:.*]] = %[[LANE]] to %{{.*}} step %[[L]] iter_args
+// CHECK: memref.load %arg0[%[[I]], %[[K]]]
+// CHECK: memref.load %arg1[%[[J]], %[[K]]]
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: memref.load %arg2[%[[I]], %[[J]]]
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %arg2[%[[I]], %[[J]]]
 // CHECK: } else {
 // CHECK: linalg.matmul
 // CHECK: }
@@ -25,11 +29,16 @@ func.func @linear(%x: memref<?x768xf32>, %w: memref<2304x768xf32, strided<[768, 
   return
 }
 
-// K not a multiple of 32, or B stored [K, N]: left as they are.
+// K not a multiple of 32 takes the warp loop too (the lanes' last
+// elements are fewer); B stored [K, N] is left as it is (a warp would read
+// a column of B).
 // CHECK-LABEL: func.func @others
-// CHECK-NOT: scf.if
-// CHECK: linalg.matmul
-// CHECK: linalg.matmul
+// CHECK: scf.if
+// CHECK: scf.parallel
+// CHECK: } else {
+// CHECK-NEXT: linalg.matmul
+// CHECK: }
+// CHECK-NEXT: linalg.matmul
 // CHECK-NEXT: return
 func.func @others(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130xf32>,
                   %u: memref<?x64xf32>, %v: memref<64x96xf32>, %z: memref<?x96xf32>) {
@@ -39,16 +48,17 @@ func.func @others(%x: memref<?x72xf32>, %w: memref<130x72xf32>, %y: memref<?x130
   return
 }
 
-// A zero fill of C right before the product moves into both ways, right
-// before what accumulates into C (attn-gpu-map-loops then starts C in that
-// kernel).
+// A zero fill of C right before the product moves into the way of more
+// rows; the warp loop stores C's elements (attn-gpu-map-loops then joins
+// what follows into it).
 // CHECK-LABEL: func.func @from_zero
 // CHECK-NOT: linalg.fill
 // CHECK: scf.if
-// CHECK: linalg.fill {{.*}} outs(%{{.*}} : memref<?x2304x32xf32>)
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : memref<?x2304x32xf32>)
-// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<?x2304xf32>)
-// CHECK-NEXT: linalg.generic {{.*}} outs(%arg2 : memref<?x2304xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: scf.parallel
+// CHECK: scf.if
+// CHECK-NOT: memref.load %arg2
+// CHECK: memref.store %{{.*}}, %arg2
 // CHECK: } else {
 // CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<?x2304xf32>)
 // CHECK-NEXT: linalg.matmul

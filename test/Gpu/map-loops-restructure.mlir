@@ -688,3 +688,130 @@ func.func @slot_reused(%arena: memref<?xi8>, %out: memref<?xf32>, %n: index) {
   }
   return
 }
+
+// A product of few rows written for a warp's lanes (m, n, lane: lane 0
+// stores C[m, n]) and its bias after it: one kernel, the bias in lane 0.
+// CHECK-LABEL: func.func @bias_after_warp_product
+// CHECK-NOT: processor = block_x
+// CHECK: gpu.shuffle  xor
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: memref.store %{{.*}}, %arg2
+// CHECK-NOT: processor = block_x
+// CHECK: %[[BIAS:.*]] = arith.cmpi eq
+// CHECK-NEXT: scf.if %[[BIAS]] {
+// CHECK-NEXT: memref.load %arg2
+// CHECK-NEXT: memref.load %arg3
+// CHECK: memref.store %{{.*}}, %arg2
+// CHECK: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+func.func @bias_after_warp_product(%x: memref<?x64xf32>, %w: memref<128x64xf32>, %y: memref<?x128xf32>, %bias: memref<128xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %c1_i32 = arith.constant 1 : i32
+  %c32_i32 = arith.constant 32 : i32
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i, %j, %lane) = (%c0, %c0, %c0) to (%m, %c128, %c32) step (%c1, %c1, %c1) {
+    %s = scf.for %k = %lane to %c64 step %c32 iter_args(%acc = %zero) -> (f32) {
+      %a = memref.load %x[%i, %k] : memref<?x64xf32>
+      %b = memref.load %w[%j, %k] : memref<128x64xf32>
+      %p = arith.mulf %a, %b : f32
+      %t = arith.addf %acc, %p : f32
+      scf.yield %t : f32
+    }
+    %o, %valid = gpu.shuffle xor %s, %c1_i32, %c32_i32 : f32
+    %total = arith.addf %s, %o : f32
+    %first = arith.cmpi eq, %lane, %c0 : index
+    scf.if %first {
+      memref.store %total, %y[%i, %j] : memref<?x128xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c128) step (%c1, %c1) {
+    %v = memref.load %y[%i, %j] : memref<?x128xf32>
+    %b = memref.load %bias[%j] : memref<128xf32>
+    %t = arith.addf %v, %b : f32
+    memref.store %t, %y[%i, %j] : memref<?x128xf32>
+    scf.reduce
+  }
+  return
+}
+
+// Not one kernel: the loop after the warp loop writes what the warp loop
+// reads at other elements than its own (x, read along k).
+// CHECK-LABEL: func.func @writes_warp_loop_input
+// CHECK-COUNT-2: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+func.func @writes_warp_loop_input(%x: memref<?x128xf32>, %w: memref<128x128xf32>, %y: memref<?x128xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %c1_i32 = arith.constant 1 : i32
+  %c32_i32 = arith.constant 32 : i32
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i, %j, %lane) = (%c0, %c0, %c0) to (%m, %c128, %c32) step (%c1, %c1, %c1) {
+    %s = scf.for %k = %lane to %c128 step %c32 iter_args(%acc = %zero) -> (f32) {
+      %a = memref.load %x[%i, %k] : memref<?x128xf32>
+      %b = memref.load %w[%j, %k] : memref<128x128xf32>
+      %p = arith.mulf %a, %b : f32
+      %t = arith.addf %acc, %p : f32
+      scf.yield %t : f32
+    }
+    %o, %valid = gpu.shuffle xor %s, %c1_i32, %c32_i32 : f32
+    %total = arith.addf %s, %o : f32
+    %first = arith.cmpi eq, %lane, %c0 : index
+    scf.if %first {
+      memref.store %total, %y[%i, %j] : memref<?x128xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c128) step (%c1, %c1) {
+    %v = memref.load %y[%i, %j] : memref<?x128xf32>
+    memref.store %v, %x[%i, %j] : memref<?x128xf32>
+    scf.reduce
+  }
+  return
+}
+
+// Not one kernel: every lane of the warp loop stores C[m, n] (the same
+// value), and the loop after it would run in lane 0 alone, unordered with
+// the other lanes' stores.
+// CHECK-LABEL: func.func @warp_loop_stores_from_every_lane
+// CHECK-COUNT-2: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+func.func @warp_loop_stores_from_every_lane(%x: memref<?x64xf32>, %y: memref<?x128xf32>, %bias: memref<128xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %c1_i32 = arith.constant 1 : i32
+  %c32_i32 = arith.constant 32 : i32
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i, %j, %lane) = (%c0, %c0, %c0) to (%m, %c128, %c32) step (%c1, %c1, %c1) {
+    %s = scf.for %k = %lane to %c64 step %c32 iter_args(%acc = %zero) -> (f32) {
+      %a = memref.load %x[%i, %k] : memref<?x64xf32>
+      %t = arith.addf %acc, %a : f32
+      scf.yield %t : f32
+    }
+    %o, %valid = gpu.shuffle xor %s, %c1_i32, %c32_i32 : f32
+    %total = arith.addf %s, %o : f32
+    memref.store %total, %y[%i, %j] : memref<?x128xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c128) step (%c1, %c1) {
+    %v = memref.load %y[%i, %j] : memref<?x128xf32>
+    %b = memref.load %bias[%j] : memref<128xf32>
+    %t = arith.addf %v, %b : f32
+    memref.store %t, %y[%i, %j] : memref<?x128xf32>
+    scf.reduce
+  }
+  return
+}

@@ -6,24 +6,27 @@
 // element of C, each walking a row of B: N threads (a few blocks, most
 // multiprocessors idle), and the 32 threads of a warp read 32 rows of B at
 // once, 4 bytes of each. When M is at most kFewRows at run time (a branch
-// on it), the product runs instead as partial sums over 32 interleaved
-// slices of K,
+// on it), the product runs instead as one loop over (m, n, lane) written
+// for a warp's lanes (attn/Codegen/WarpLanes.h): a warp per element of C,
 //
-//   P[m, n, c] = sum_i A[m, 32 i + c] * B[n, 32 i + c],
-//   C[m, n] += sum_c P[m, n, c],
+//   lane c: s_c = sum over k = c, c + 32, ... of A[m, k] * B[n, k],
+//   C[m, n] += s_0 + ... + s_31 (a butterfly of shuffles; lane 0 stores),
 //
-// whose first kernel has 32 N M threads and a warp's 32 threads (c the
-// fastest) reading 128 consecutive bytes of one row of B. Other products
-// (more rows, B stored [K, N], K not a multiple of 32) are left as they are.
+// 32 N M threads, a warp's reading 128 consecutive bytes of one row of B,
+// and C's element done in the loop, where attn-gpu-map-loops joins the
+// bias, activation or residual that follows (one kernel a linear layer).
+// Other products (more rows, B stored [K, N]) are left as they are.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Codegen/Passes.h"
 
 #include "MatmulMatch.h"
+#include "attn/Codegen/WarpLanes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -38,95 +41,62 @@ namespace attn {
 
 namespace {
 
-/// The most rows a product takes the partial sums for: a decoding step's
-/// batch. Beyond it the partial sums (32 M N floats) outgrow C, and the
-/// generic kernel has threads enough.
+/// The most rows a product takes the warp loop for: a decoding step's
+/// batch. Beyond it each row of B is read again for every row of A, and
+/// the generic kernel has threads enough.
 constexpr int64_t kFewRows = 16;
 
-/// The slices of K: a warp's threads.
-constexpr int64_t kSlices = 32;
-
-/// The type of `memref` [R, K] viewed as [R, K / kSlices, kSlices], if K
-/// is a static multiple of kSlices and the view has a strided layout.
-FailureOr<MemRefType> slicedType(Value memref) {
-  auto type = cast<MemRefType>(memref.getType());
-  int64_t k = type.getDimSize(1);
-  if (ShapedType::isDynamic(k) || k % kSlices != 0)
-    return failure();
-  SmallVector<ReassociationIndices> groups{{0}, {1, 2}};
-  return memref::ExpandShapeOp::computeExpandedType(
-      type, {type.getDimSize(0), k / kSlices, kSlices}, groups);
-}
-
-Value sliced(OpBuilder &b, Location loc, Value memref) {
-  auto type = cast<MemRefType>(memref.getType());
-  SmallVector<OpFoldResult> shape{memref::getMixedSize(b, loc, memref, 0),
-                                  b.getIndexAttr(type.getDimSize(1) / kSlices),
-                                  b.getIndexAttr(kSlices)};
-  SmallVector<ReassociationIndices> groups{{0}, {1, 2}};
-  return memref::ExpandShapeOp::create(b, loc, *slicedType(memref), memref,
-                                       groups, shape);
-}
-
-/// The partial sums and their sum, in place of the product; C filled with
-/// `zeroFill` (a clone) right before the sum when given, so that the sum's
-/// kernel starts C itself (attn-gpu-map-loops, absorbInitialFills).
-void emitPartialSums(OpBuilder &b, Location loc, const MatmulOperands &p,
-                     linalg::FillOp zeroFill) {
-  MLIRContext *context = b.getContext();
-  Value a = sliced(b, loc, p.a), w = sliced(b, loc, p.b);
-  int64_t n = cast<MemRefType>(p.b.getType()).getDimSize(0);
-  Value m = memref::DimOp::create(b, loc, p.c, 0);
-  auto partialType =
-      MemRefType::get({ShapedType::kDynamic, n, kSlices}, b.getF32Type());
-  Value partial = memref::AllocOp::create(b, loc, partialType, ValueRange{m});
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  linalg::FillOp::create(b, loc, zero, partial);
-
-  // Loops (m, n, c, i): m, n, c parallel (c the fastest thread), i the
-  // slice's steps.
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, context); };
-  auto par = utils::IteratorType::parallel;
-  auto red = utils::IteratorType::reduction;
-  linalg::GenericOp::create(
-      b, loc, ValueRange{a, w}, ValueRange{partial},
-      ArrayRef<AffineMap>{AffineMap::get(4, 0, {d(0), d(3), d(2)}, context),
-                          AffineMap::get(4, 0, {d(1), d(3), d(2)}, context),
-                          AffineMap::get(4, 0, {d(0), d(1), d(2)}, context)},
-      ArrayRef<utils::IteratorType>{par, par, par, red},
-      [](OpBuilder &b, Location loc, ValueRange args) {
-        Value product = arith::MulFOp::create(b, loc, args[0], args[1]);
-        linalg::YieldOp::create(
-            b, loc,
-            ValueRange{arith::AddFOp::create(b, loc, args[2], product)});
+/// The product as the loop over (m, n, lane); C[m, n] is stored, not added
+/// to, when `cFilledWithZero` (its zero fill then has no use in this way).
+void emitWarpProduct(OpBuilder &b, Location loc, const MatmulOperands &p,
+                     bool cFilledWithZero) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value rows = memref::DimOp::create(b, loc, p.c, 0);
+  Value columns = memref::DimOp::create(b, loc, p.b, 0);
+  Value depth = memref::DimOp::create(b, loc, p.a, 1);
+  Value lanes = gpu::SubgroupSizeOp::create(b, loc, /*upper_bound=*/nullptr);
+  Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  scf::ParallelOp::create(
+      b, loc, ValueRange{zero, zero, zero}, ValueRange{rows, columns, lanes},
+      ValueRange{one, one, one},
+      [&](OpBuilder &b, Location loc, ValueRange ivs) {
+        Value m = ivs[0], n = ivs[1], lane = ivs[2];
+        auto partial = scf::ForOp::create(
+            b, loc, lane, depth, lanes, ValueRange{zeroF},
+            [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
+              Value x = memref::LoadOp::create(b, loc, p.a, ValueRange{m, k});
+              Value w = memref::LoadOp::create(b, loc, p.b, ValueRange{n, k});
+              Value product = arith::MulFOp::create(b, loc, x, w);
+              scf::YieldOp::create(
+                  b, loc, ValueRange{arith::AddFOp::create(b, loc, acc[0], product)});
+            });
+        Value total = sumOverLanes(b, loc, partial.getResult(0), lanes);
+        Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            lane, zero);
+        scf::IfOp::create(b, loc, first, [&](OpBuilder &b, Location loc) {
+          Value result =
+              cFilledWithZero
+                  ? total
+                  : arith::AddFOp::create(
+                        b, loc,
+                        memref::LoadOp::create(b, loc, p.c, ValueRange{m, n}),
+                        total)
+                        .getResult();
+          memref::StoreOp::create(b, loc, result, p.c, ValueRange{m, n});
+          scf::YieldOp::create(b, loc);
+        });
       });
-  if (zeroFill)
-    b.clone(*zeroFill);
-  linalg::GenericOp::create(
-      b, loc, ValueRange{partial}, ValueRange{p.c},
-      ArrayRef<AffineMap>{AffineMap::get(3, 0, {d(0), d(1), d(2)}, context),
-                          AffineMap::get(3, 0, {d(0), d(1)}, context)},
-      ArrayRef<utils::IteratorType>{par, par, red},
-      [](OpBuilder &b, Location loc, ValueRange args) {
-        linalg::YieldOp::create(
-            b, loc,
-            ValueRange{arith::AddFOp::create(b, loc, args[1], args[0])});
-      });
-  memref::DeallocOp::create(b, loc, partial);
 }
 
-/// Whether `p` is a product this pass rewrites: B stored [N, K] with N
-/// static, K a static multiple of kSlices, A [M, K].
-bool takesPartialSums(const MatmulOperands &p) {
-  return p.transposedB && !p.transposedA && !p.lowPrecisionB() &&
-         !ShapedType::isDynamic(
-             cast<MemRefType>(p.b.getType()).getDimSize(0)) &&
-         succeeded(slicedType(p.a)) && succeeded(slicedType(p.b));
+/// Whether `p` is a product this pass rewrites: B stored [N, K], f32.
+bool takesWarpProduct(const MatmulOperands &p) {
+  return p.transposedB && !p.transposedA && !p.lowPrecisionB();
 }
 
-/// `op` under a branch on its rows: the partial sums for few, `op` as it
-/// is for more. A zero fill of C right before `op` moves into both ways,
-/// right before what accumulates into C.
+/// `op` under a branch on its rows: the warp loop for few, `op` as it is
+/// for more. A zero fill of C right before `op` moves into the way of
+/// more; the warp loop stores C's elements instead.
 void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
                     const MatmulOperands &p) {
   Location loc = op.getLoc();
@@ -138,7 +108,7 @@ void rewriteProduct(RewriterBase &rewriter, linalg::LinalgOp op,
       arith::ConstantIndexOp::create(rewriter, loc, kFewRows));
   auto branch = scf::IfOp::create(rewriter, loc, few, /*withElse=*/true);
   OpBuilder thenBuilder = branch.getThenBodyBuilder();
-  emitPartialSums(thenBuilder, loc, p, zeroFill);
+  emitWarpProduct(thenBuilder, loc, p, static_cast<bool>(zeroFill));
   rewriter.moveOpBefore(op, branch.elseBlock()->getTerminator());
   if (zeroFill)
     rewriter.moveOpBefore(zeroFill, op);
@@ -150,7 +120,7 @@ struct GpuFewRowProductsPass
     SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;
     getOperation().walk([&](linalg::LinalgOp op) {
       std::optional<MatmulOperands> p = matchMatmul(op);
-      if (p && takesPartialSums(*p))
+      if (p && takesWarpProduct(*p))
         products.emplace_back(op, *p);
     });
     IRRewriter rewriter(&getContext());

@@ -37,6 +37,7 @@ struct Access {
   Value buffer;
   SmallVector<Value> indices;
   bool write;
+  Operation *op;
 };
 
 /// The allocation `buffer` belongs to, an arena slot counting as one.
@@ -58,12 +59,12 @@ LogicalResult collectAccesses(Region &region, SmallVectorImpl<Access> &out) {
   WalkResult result = region.walk([&](Operation *op) {
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
       out.push_back(
-          {load.getMemRef(), llvm::to_vector(load.getIndices()), false});
+          {load.getMemRef(), llvm::to_vector(load.getIndices()), false, op});
       return WalkResult::advance();
     }
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
       out.push_back(
-          {store.getMemRef(), llvm::to_vector(store.getIndices()), true});
+          {store.getMemRef(), llvm::to_vector(store.getIndices()), true, op});
       return WalkResult::advance();
     }
     if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
@@ -580,8 +581,44 @@ Accumulator *findAccumulator(Accumulation &match, Value buffer,
   return nullptr;
 }
 
+/// Whether `loop` is written for a warp's lanes (WarpLanes.h): its last
+/// dimension runs over kWarpSize lanes and its body shuffles between them.
+bool isWarpLoop(scf::ParallelOp loop) {
+  unsigned n = loop.getNumLoops();
+  return n > 1 && isConstantIntValue(loop.getUpperBound()[n - 1], kWarpSize) &&
+         loop.getBody()
+              ->walk([](gpu::ShuffleOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
+}
+
+/// Whether `op`, in warp loop `loop`, runs in its lane 0 only: under an
+/// `scf.if` on lane == 0.
+bool inLaneZero(Operation *op, scf::ParallelOp loop) {
+  Value lane = loop.getInductionVars().back();
+  for (Operation *parent = op->getParentOp(); parent != loop;
+       parent = parent->getParentOp()) {
+    auto branch = dyn_cast<scf::IfOp>(parent);
+    auto test = branch ? branch.getCondition().getDefiningOp<arith::CmpIOp>()
+                       : arith::CmpIOp();
+    if (test && test.getPredicate() == arith::CmpIPredicate::eq &&
+        test.getLhs() == lane && isConstantIntValue(test.getRhs(), 0) &&
+        branch.getThenRegion().isAncestor(op->getParentRegion()))
+      return true;
+  }
+  return false;
+}
+
+/// The induction variables of `loop` over its columns: all of them but a
+/// warp loop's lanes.
+SmallVector<Value> columnIvs(scf::ParallelOp loop) {
+  SmallVector<Value> ivs = loop.getInductionVars();
+  if (isWarpLoop(loop))
+    ivs.pop_back();
+  return ivs;
+}
+
 /// How an access of `loop`'s body indexes its buffer, if by the loop's own
-/// index: each of the loop's induction variables once, in order, with
+/// index (its columns', columnIvs): each of them once, in order, with
 /// constants between them ([i, 0] of a row's statistic of a [rows, 1]
 /// buffer). An induction variable k is written -(k + 1), a constant as
 /// itself; then every iteration touches elements of its own, the same ones
@@ -590,7 +627,7 @@ std::optional<SmallVector<int64_t>> ownIndexPattern(ValueRange indices,
                                                     scf::ParallelOp loop) {
   SmallVector<int64_t> pattern;
   int64_t next = 0;
-  SmallVector<Value> ivs = loop.getInductionVars();
+  SmallVector<Value> ivs = columnIvs(loop);
   for (Value index : indices) {
     auto iv = llvm::find(ivs, index);
     if (iv != ivs.end()) {
@@ -677,10 +714,10 @@ Value tracedSize(Value size) {
   }
 }
 
-/// Whether `a` and `b` run over the same iterations from 0 in steps of 1,
-/// their upper bounds equal as tracedSize traces them.
+/// Whether `a` and `b` run over the same columns (columnIvs) from 0 in
+/// steps of 1, their upper bounds equal as tracedSize traces them.
 bool sameColumns(scf::ParallelOp a, scf::ParallelOp b) {
-  if (a.getNumLoops() != b.getNumLoops())
+  if (columnIvs(a).size() != columnIvs(b).size())
     return false;
   for (scf::ParallelOp loop : {a, b})
     for (auto [lower, step] : llvm::zip(loop.getLowerBound(), loop.getStep()))
@@ -772,7 +809,8 @@ bool usedOutside(Value value, Block &block, Operation *first, Operation *last) {
 
 /// Whether `first` and `second` (adjacent, over the same columns) can run
 /// as one loop: memory both touch, one writing it, is touched through one
-/// buffer at the columns' own index only (one ownIndexPattern); and two
+/// buffer at the columns' own index only (one ownIndexPattern), and by a
+/// warp loop `first` in its lane 0 only (where `second` will run); and two
 /// arena slots only one of them touches (one writing) cannot be one slot's
 /// memory reused, since one of them is live across both loops.
 bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
@@ -782,6 +820,9 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
     return false;
   struct Use {
     bool first = false, second = false, written = false, ownIndex = true;
+    // Touched by a lane of a warp loop `first` other than lane 0, which
+    // runs no part of `second`.
+    bool otherLanes = false;
     std::optional<SmallVector<int64_t>> pattern;
     SmallPtrSet<Value, 2> buffers;
   };
@@ -792,6 +833,8 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
       Use &use = uses[allocationOf(access.buffer)];
       (isFirst ? use.first : use.second) = true;
       use.written |= access.write;
+      use.otherLanes |=
+          isFirst && isWarpLoop(loop) && !inLaneZero(access.op, loop);
       std::optional<SmallVector<int64_t>> pattern =
           ownIndexPattern(access.indices, loop);
       use.ownIndex &= pattern && (!use.pattern || *use.pattern == *pattern);
@@ -805,7 +848,8 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
   SmallVector<Value> onlyFirst, onlySecond;
   for (auto &[allocation, use] : uses) {
     if (use.first && use.second) {
-      if (use.written && (!use.ownIndex || use.buffers.size() != 1))
+      if (use.written &&
+          (!use.ownIndex || use.buffers.size() != 1 || use.otherLanes))
         return false;
       continue;
     }
@@ -829,9 +873,10 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
   return true;
 }
 
-/// `second`'s body after `first`'s, in `first`; `second` erased. The
-/// side-effect-free ops between them (views, sizes `second` may use) move
-/// before `first`; frees between them stay after it.
+/// `second`'s body after `first`'s, in `first` (a warp loop's: in its
+/// lane 0, once per column); `second` erased. The side-effect-free ops
+/// between them (views, sizes `second` may use) move before `first`; frees
+/// between them stay after it.
 void mergeInto(scf::ParallelOp first, scf::ParallelOp second) {
   for (Operation *op = first->getNextNode(); op != second;) {
     Operation *next = op->getNextNode();
@@ -840,19 +885,32 @@ void mergeInto(scf::ParallelOp first, scf::ParallelOp second) {
     op = next;
   }
   Block *from = second.getBody(), *to = first.getBody();
-  for (auto [a, b] :
-       llvm::zip(second.getInductionVars(), first.getInductionVars()))
+  Operation *end = to->getTerminator();
+  if (isWarpLoop(first)) {
+    OpBuilder b(end);
+    Location loc = second.getLoc();
+    Value lane = first.getInductionVars().back();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    auto laneZero = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero),
+        /*withElseRegion=*/false);
+    to = laneZero.thenBlock();
+    end = to->getTerminator();
+  }
+  for (auto [a, b] : llvm::zip(second.getInductionVars(), columnIvs(first)))
     a.replaceAllUsesWith(b);
   from->getTerminator()->erase();
-  to->getOperations().splice(to->getTerminator()->getIterator(),
-                             from->getOperations());
+  to->getOperations().splice(end->getIterator(), from->getOperations());
   second->erase();
 }
 
-/// Whether `second` can join `first` as one loop (canFuse says when).
+/// Whether `second` can join `first` as one loop (canFuse says when): a
+/// warp loop joins only as `first`, the loop after it in its lane 0.
 bool joins(scf::ParallelOp first, scf::ParallelOp second) {
   return first && isFusable(first) && isFusable(second) &&
-         sameColumns(first, second) && canFuse(first, second);
+         !isWarpLoop(second) && sameColumns(first, second) &&
+         canFuse(first, second);
 }
 
 /// Whether `loop`, moved to the end of `way`, joins the loop there, or one

@@ -70,8 +70,12 @@ bool absorbInitialFills(mlir::RewriterBase &rewriter, mlir::scf::ParallelOp par)
 /// combining loop and the element-wise op on its result; element-wise
 /// chains.) A loop right after a branch moves into both of its ways where
 /// it joins the last loop of one of them, or of a way of a branch there (a
-/// product's bias after its branches on the rows). Loops with named
-/// processors (tiled kernels) are left alone.
+/// product's bias after its branches on the rows). A loop written for a
+/// warp's lanes (WarpLanes.h: its last dimension the lanes, its body
+/// shuffling) counts its other dimensions as its columns; a loop after it
+/// joins it in lane 0, when the memory both touch is touched by the warp
+/// loop in lane 0 only (a product of few rows and its bias). Loops with
+/// named processors (tiled kernels) are left alone.
 void fuseSameColumnLoops(mlir::Block &block);
 
 /// A reduction split in two parallel loops: partial results over slices of

@@ -166,12 +166,6 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
   // Attention's row loops, now on buffers, as the parallel loops the
   // mapping takes.
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
-  // The norms' loops over a warp's lanes: a warp's 32 (the default) on
-  // the GPU, one on the host.
-  AttnGpuWarpLanesOptions warpLanes;
-  if (onHost)
-    warpLanes.lanes = 1;
-  pm.addNestedPass<func::FuncOp>(createAttnGpuWarpLanes(warpLanes));
   pm.addNestedPass<func::FuncOp>(createAttnReuseBuffers());
   pm.addNestedPass<func::FuncOp>(createAttnPlanArena());
   if (tensorCores)
@@ -181,6 +175,12 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
   // After the tiled products: the rows their blocks leave are products of
   // few rows too.
   pm.addNestedPass<func::FuncOp>(createAttnGpuFewRowProducts());
+  // The loops written for a warp's lanes (norms, products of few rows): a
+  // warp's 32 lanes (the default) on the GPU, one on the host.
+  AttnGpuWarpLanesOptions warpLanes;
+  if (onHost)
+    warpLanes.lanes = 1;
+  pm.addNestedPass<func::FuncOp>(createAttnGpuWarpLanes(warpLanes));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());

@@ -289,18 +289,23 @@ def AttnGpuSimtProducts
 
 def AttnGpuFewRowProducts
     : Pass<"attn-gpu-few-row-products", "::mlir::func::FuncOp"> {
-  let summary = "Products of few rows (decoding) as partial sums over 32 "
-                "interleaved slices of K (GPU target)";
+  let summary = "Products of few rows (decoding) as a warp per element of "
+                "C (GPU target)";
   let description = [{
     Input: linalg on buffers (GPU target). A 2-D f32 product
-    C[M, N] += A[M, K] * B[N, K] with N static and K a static multiple of
-    32 gets a branch on M: at most 16 rows (a decoding step's) compute
-    P[m, n, c] = sum_i A[m, 32 i + c] * B[n, 32 i + c] into a temporary and
-    then C[m, n] += sum_c P[m, n, c], so that the generic kernels have
-    32 M N threads and a warp reads consecutive elements of a row of B;
-    more rows run the product as it was.
+    C[M, N] += A[M, K] * B[N, K] gets a branch on M: at most 16 rows (a
+    decoding step's) run as one parallel loop over (m, n, lane), written
+    for a warp's `gpu.subgroup_size` lanes (attn-gpu-warp-lanes fixes the
+    count): lane c sums A[m, k] B[n, k] over k = c, c + L, ..., the lanes'
+    sums combine by XOR shuffles, and lane 0 adds the total to C[m, n]
+    (stores it, when a zero fill of C came right before the product: the
+    fill then stays in the other way). A warp reads consecutive elements
+    of a row of B, and the loop over C's elements is one kernel that the
+    bias, activation or residual after it joins. More rows run the
+    product as it was.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];

@@ -5,7 +5,9 @@
 // GPU target (`convert-attn-to-linalg{warp-norms}`). As linalg ops, a layer
 // norm is two reductions and the element-wise ops between them, which the
 // GPU target runs as five kernels (each sum's partial sums, their total,
-// the normalised row); here it is one.
+// the normalised row); here it is one. Their adjoints take the same loop
+// for the input's adjoint, which also keeps each row's statistics for the
+// weight's and bias's sums over the rows (linalg reductions).
 //
 // Iteration (row, lane) of L lanes walks the row's elements lane, lane + L,
 // ... (consecutive lanes read consecutive elements), and a butterfly of
@@ -107,7 +109,8 @@ using RowStatisticsFn = function_ref<SmallVector<RowOutput>(
 /// Writes `output` of iteration (row..., lane) into `shared` ([rows...,
 /// n]): the lane's elements lane, lane + L, ... as a strided slice of its
 /// row, ceil((n - lane) / L) of them (lane < L, so the dividend is not
-/// negative; a statistic, n = 1, is lane 0's).
+/// negative; a statistic, n = 1, is lane 0's, the other lanes' slices
+/// empty).
 void writeLaneSlice(OpBuilder &b, Location loc, const WarpRow &row,
                     scf::ForallOp loop, Value shared, Value n,
                     const RowOutput &output) {
