@@ -160,7 +160,7 @@ FailureOr<scf::ParallelOp> interchangeRowLoop(RewriterBase &rewriter,
     return failure();
   for (Operation &op : body->without_terminator())
     if (auto load = dyn_cast<memref::LoadOp>(op))
-      preReads.push_back({load.getMemRef(), {}, false});
+      preReads.push_back({load.getMemRef(), {}, false, load});
   if (!columnsIndependent(loop, par, accesses, preReads))
     return failure();
 

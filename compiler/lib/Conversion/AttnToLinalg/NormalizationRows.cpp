@@ -250,66 +250,68 @@ Value rmsNormStatistic(OpBuilder &b, Location loc, const WarpRow &row,
   return inverseRoot(b, loc, row, meanSquare, eps);
 }
 
-struct LayerNormWarpRows : OpConversionPattern<LayerNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// A norm: the loop with one output, an element per column, which
+/// `normalized` gives from the row (its statistics computed first).
+template <typename NormOp>
+struct NormWarpRows : OpConversionPattern<NormOp> {
+  using OpConversionPattern<NormOp>::OpConversionPattern;
+  using OpAdaptor = typename NormOp::Adaptor;
+
+  virtual RowOutput normalized(OpBuilder &b, Location loc, const WarpRow &row,
+                               OpAdaptor adaptor, double eps) const = 0;
+
   LogicalResult
-  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+  matchAndRewrite(NormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Value input = adaptor.getInput(), residual = adaptor.getResidual();
     if (!warpRowsApply(input, residual))
       return failure();
-    Value weight = adaptor.getWeight(), bias = adaptor.getBias();
     double eps = op.getEps().convertToDouble();
     Value result = buildWarpRows(
         rewriter, op.getLoc(), input, residual, {false},
-        [&](OpBuilder &b, Location loc,
-            const WarpRow &row) -> SmallVector<RowOutput> {
-          LayerNormRow statistics = layerNormStatistics(b, loc, row, eps);
-          Value mean = statistics.mean, inv = statistics.rstd;
-          // As the linalg form computes it: (y - mean) inv w + b.
-          return {{false, [=, &row](OpBuilder &nb, Location l, Value c) {
-                     Value centred =
-                         arith::SubFOp::create(nb, l, row.at(nb, l, c), mean);
-                     Value normalized = arith::MulFOp::create(nb, l, centred, inv);
-                     Value w = tensor::ExtractOp::create(nb, l, weight, c);
-                     Value shift = tensor::ExtractOp::create(nb, l, bias, c);
-                     return arith::AddFOp::create(
-                                nb, l, arith::MulFOp::create(nb, l, normalized, w),
-                                shift)
-                         .getResult();
-                   }}};
+        [&](OpBuilder &b, Location loc, const WarpRow &row) {
+          return SmallVector<RowOutput>{normalized(b, loc, row, adaptor, eps)};
         })[0];
     rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(), result);
     return success();
   }
 };
 
-struct RmsNormWarpRows : OpConversionPattern<RmsNormOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value input = adaptor.getInput(), residual = adaptor.getResidual();
-    if (!warpRowsApply(input, residual))
-      return failure();
+struct LayerNormWarpRows : NormWarpRows<LayerNormOp> {
+  using NormWarpRows::NormWarpRows;
+
+  /// As the linalg form computes it: (y - mean) rstd w + b.
+  RowOutput normalized(OpBuilder &b, Location loc, const WarpRow &row,
+                       OpAdaptor adaptor, double eps) const override {
+    LayerNormRow statistics = layerNormStatistics(b, loc, row, eps);
+    Value mean = statistics.mean, rstd = statistics.rstd;
+    Value weight = adaptor.getWeight(), bias = adaptor.getBias();
+    return {false, [=, &row](OpBuilder &nb, Location l, Value c) {
+              Value centred =
+                  arith::SubFOp::create(nb, l, row.at(nb, l, c), mean);
+              Value scaled = arith::MulFOp::create(nb, l, centred, rstd);
+              Value w = tensor::ExtractOp::create(nb, l, weight, c);
+              Value shift = tensor::ExtractOp::create(nb, l, bias, c);
+              return arith::AddFOp::create(
+                         nb, l, arith::MulFOp::create(nb, l, scaled, w), shift)
+                  .getResult();
+            }};
+  }
+};
+
+struct RmsNormWarpRows : NormWarpRows<RmsNormOp> {
+  using NormWarpRows::NormWarpRows;
+
+  /// As the linalg form computes it: y rstd w.
+  RowOutput normalized(OpBuilder &b, Location loc, const WarpRow &row,
+                       OpAdaptor adaptor, double eps) const override {
+    Value rstd = rmsNormStatistic(b, loc, row, eps);
     Value weight = adaptor.getWeight();
-    double eps = op.getEps().convertToDouble();
-    Value result = buildWarpRows(
-        rewriter, op.getLoc(), input, residual, {false},
-        [&](OpBuilder &b, Location loc,
-            const WarpRow &row) -> SmallVector<RowOutput> {
-          Value inv = rmsNormStatistic(b, loc, row, eps);
-          // As the linalg form computes it: y inv w.
-          return {{false, [=, &row](OpBuilder &nb, Location l, Value c) {
-                     Value normalized =
-                         arith::MulFOp::create(nb, l, row.at(nb, l, c), inv);
-                     Value w = tensor::ExtractOp::create(nb, l, weight, c);
-                     return arith::MulFOp::create(nb, l, normalized, w)
-                         .getResult();
-                   }}};
-        })[0];
-    rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(), result);
-    return success();
+    return {false, [=, &row](OpBuilder &nb, Location l, Value c) {
+              Value scaled = arith::MulFOp::create(nb, l, row.at(nb, l, c), rstd);
+              Value w = tensor::ExtractOp::create(nb, l, weight, c);
+              return arith::MulFOp::create(nb, l, scaled, w).getResult();
+            }};
   }
 };
 
