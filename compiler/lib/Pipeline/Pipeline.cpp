@@ -94,8 +94,13 @@ static void addLinalgOnBuffers(OpPassManager &pm, bool gpu,
   pm.addPass(createAttnParamWritesInPlace());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // A value built only to be stored somewhere (new keys and values for
-  // the cache) is built in its destination rather than copied there.
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  // the cache) is built in its destination rather than copied there: on
+  // the GPU, where each copy is a kernel. Not on the CPU, where the copy
+  // is cheap and the eliminated form of the tiled attention makes
+  // one-shot bufferisation's analysis take minutes (gpt2_small: over 10
+  // minutes instead of 0.1 s; docs/Codegen.md, Compile time).
+  if (gpu)
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.allowReturnAllocsFromLoops = true;
