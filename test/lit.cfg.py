@@ -70,6 +70,13 @@ if numpy_python:
     config.available_features.add("numpy")
     config.substitutions.append(("%python", numpy_python))
 
+# The CUDA toolkit's PTX assembler (`REQUIRES: ptxas`): what the driver's
+# JIT compiler will make of attnc's PTX, checked without a GPU.
+ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
 # The build tree, which test/Integration/install installs from.
 config.substitutions.append(("%attn_build", config.attn_obj_root))
 

@@ -9,7 +9,9 @@ no LLVM:
       builds tools/bench/driver.c against gpt2_small (with f32 products and
       with `--precision tf32`), four attention models (head dim 64 and 128,
       causal and not) and the products of gpt2_small's layers (f32 and
-      tf32) compiled for the target, and copies this script beside them.
+      tf32) compiled for the target, the attention models' and the
+      products' PTX in DIR/ptx (for tools/gpu-check/ptx_registers.py), and
+      copies this script and that one beside them.
   bench_gpu.py run --dir DIR [--device cuda|cpu] [--quick]
       times, in this order (the quickest first, so that a run cut short
       keeps the most rows; each row is printed as it is measured) and in
@@ -126,6 +128,7 @@ def prepare(args):
     os.makedirs(args.out, exist_ok=True)
     shutil.copy(os.path.abspath(__file__), args.out)
     shutil.copy(os.path.join(HERE, "bench.py"), args.out)
+    shutil.copy(os.path.join(ROOT, "tools", "gpu-check", "ptx_registers.py"), args.out)
     gpt2 = os.path.join(ROOT, "models", "gpt2_small.tfm")
     for precision in args.gpt2_precisions.split(","):
         print(f"building gpt2_small ({precision} products)", flush=True)
@@ -137,6 +140,7 @@ def prepare(args):
             f.write(ATTENTION_MODEL.format(name=name, d=d, mask=mask))
         print(f"building sdpa_{name}", flush=True)
         build_driver(args, f"sdpa_{name}", source, args.out)
+        emit_ptx(args, f"sdpa_{name}", source)
     for rows in (PRODUCT_ROWS, PRODUCT_QUICK_ROWS):
         for what, n, k in PRODUCTS:
             for precision in PRECISIONS:
@@ -146,6 +150,19 @@ def prepare(args):
                     f.write(PRODUCT_MODEL.format(name=name, m=rows, n=n, k=k))
                 print(f"building {name}", flush=True)
                 build_driver(args, name, source, args.out, precision)
+                if rows == PRODUCT_ROWS:
+                    emit_ptx(args, name, source, precision)
+
+
+def emit_ptx(args, name, source, precision="f32"):
+    """The device code of `source` as DIR/ptx/NAME.ptx, for
+    ptx_registers.py; nothing for cuda-on-host, which has none."""
+    if args.target == "cuda-on-host":
+        return
+    os.makedirs(os.path.join(args.out, "ptx"), exist_ok=True)
+    subprocess.run([args.attnc, "emit", source, "--target", args.target,
+                    "--precision", precision, "--stage", "ptx",
+                    "-o", os.path.join(args.out, "ptx", name + ".ptx")], check=True)
 
 
 def gpt2_name(precision):

@@ -3,7 +3,8 @@
 # one or two: the runtime's CUDA unit test; the f32 checks of every model,
 # the tf32 checks and char_gpt's 1,000-step held-out run side by side (none
 # of them is timed, and their small kernels leave the GPU mostly idle);
-# then make bench-gpu with the GPU to itself, and the kernel profiles of
+# then make bench-gpu with the GPU to itself, ptxas's registers and spills
+# of its attention and product kernels, and the kernel profiles of
 # gpt2_small's tf32 train step and generation. Each part has its own time
 # limit, so the call ends inside the device's per-call limit with what
 # finished. Two files come back: summary.txt (also printed: the GPU, the
@@ -57,9 +58,12 @@ if [ -f "$tf32/bench.tar.xz" ]; then
       --dir "$(dirname "$run"/bench/*/bench_gpu.py)" --out "$logs/bench" $BENCH_ARGS \
       > "$logs/bench/bench.txt" 2>&1
   echo "[exit $?]" >> "$logs/bench/bench.txt"
+  bench=$(dirname "$run"/bench/*/bench_gpu.py)
+  # Registers and spills of the attention and product kernels (ptxas -v).
+  timeout 60 python3 "$bench/ptx_registers.py" "$bench"/ptx/*.ptx \
+    > "$logs/bench/registers.txt" 2>&1
   # Where gpt2_small's tf32 train step spends its time: one warm-up and one
   # timed step with every launch waited for (ATTN_CUDA_PROFILE).
-  bench=$(dirname "$run"/bench/*/bench_gpu.py)
   if [ -f "$bench/gpt2_small.safetensors" ]; then
     echo "train 8 1024 1" | ATTN_CUDA_PROFILE=1 timeout "$PROFILE_LIMIT" \
       "$bench/gpt2_small_tf32" serve "$bench/gpt2_small.safetensors" 1 \
@@ -82,6 +86,8 @@ fi
   echo "== bench-gpu"
   grep -v '^|' "$logs/bench/bench.txt" 2>/dev/null | tail -n 5
   grep '^|' "$logs/bench/bench.txt" 2>/dev/null | awk '!seen[$0]++'
+  echo "== registers and spills (ptxas -v), the 30 most spilled kernels"
+  head -n 32 "$logs/bench/registers.txt" 2>/dev/null
   echo "== gpt2_small tf32 train step, kernel profile"
   head -n 46 "$logs/bench/profile.txt" 2>/dev/null
   echo "== gpt2_small tf32 generation (64 + 63 tokens), kernel profile"

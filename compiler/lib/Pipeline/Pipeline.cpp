@@ -227,6 +227,9 @@ static void buildGpuLLVMPipeline(OpPassManager &pm, llvm::StringRef chip) {
   nvvm.features = "+ptx80";
   pm.addPass(createGpuNVVMAttachTarget(nvvm));
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  // Its calls of libdevice (fma, floor, sqrt, ...) resolved in the module:
+  // the PTX must not depend on a CUDA toolkit at compile time.
+  pm.addNestedPass<gpu::GPUModuleOp>(createAttnGpuLibdeviceIntrinsics());
   // The host's reshapes and views (gpu-to-llvm leaves memref.reshape).
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createGpuToLLVMConversionPass());

@@ -375,6 +375,26 @@ def AttnGpuWarpLanes : Pass<"attn-gpu-warp-lanes", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def AttnGpuLibdeviceIntrinsics
+    : Pass<"attn-gpu-libdevice-intrinsics", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Defines the libdevice functions a kernel calls from LLVM "
+                "intrinsics";
+  let description = [{
+    Input: a GPU module after `convert-gpu-to-nvvm`, which turns the math
+    ops the polynomial approximations leave (fma, floor, sqrt, rsqrt, ...)
+    into calls of libdevice's `__nv_*` functions. MLIR links libdevice when
+    it finds a CUDA toolkit (CUDA_HOME and the like) while it serialises the
+    module; without one the PTX keeps the calls unresolved, and the
+    driver's JIT compiler rejects it on the GPU. This pass gives each such
+    declaration a body of one LLVM intrinsic (or, for rsqrt, a division by
+    the square root: IEEE, as the CPU build), which NVPTX emits as an
+    instruction and which is inlined, so the PTX is the same with or
+    without a toolkit. Fails with a diagnostic naming a function it has no
+    body for.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def AttnGpuLoopsOnHost : Pass<"attn-gpu-loops-on-host", "::mlir::func::FuncOp"> {
   let summary = "Runs the GPU mapping's loops on the host (for tests)";
   let description = [{
