@@ -14,7 +14,6 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -24,43 +23,50 @@ namespace attn {
 
 namespace {
 
-/// The body of libdevice function `name` (f32 `...f` or f64) applied to
-/// `args`; a null value for a function without one here.
-Value libdeviceValue(OpBuilder &b, Location loc, StringRef name,
-                     ValueRange args) {
+/// `Op` of the function's arguments: an intrinsic taking as many values.
+template <typename Op>
+Value intrinsic(OpBuilder &b, Location loc, ValueRange args) {
+  return Op::create(b, loc, args.getTypes().front(), args).getResult();
+}
+
+/// 1 / sqrt(x), which libdevice computes approximately (rsqrt.approx);
+/// divided here, IEEE, as the CPU build's math-to-llvm does.
+Value reciprocalSqrt(OpBuilder &b, Location loc, ValueRange args) {
+  Type type = args[0].getType();
+  Value one = LLVM::ConstantOp::create(b, loc, type, b.getFloatAttr(type, 1));
+  return LLVM::FDivOp::create(b, loc, one,
+                              LLVM::SqrtOp::create(b, loc, args[0]));
+}
+
+using BodyFn = Value (*)(OpBuilder &, Location, ValueRange);
+
+/// The body of libdevice function `name` (`__nv_sqrtf` for f32,
+/// `__nv_sqrt` for f64) of `arity` arguments, or null for one without.
+BodyFn libdeviceBody(StringRef name, size_t arity) {
   StringRef base = name.drop_front(strlen("__nv_"));
-  Type type = args.empty() ? Type() : args[0].getType();
-  if (type && type.isF32())
-    base.consume_back("f");
-  auto unary = [&](auto op) -> Value {
-    using Op = decltype(op);
-    return args.size() == 1 ? Op::create(b, loc, args[0]).getResult()
-                            : Value();
+  struct Entry {
+    StringRef name;
+    size_t arity;
+    BodyFn body;
   };
-  auto binary = [&](auto op) -> Value {
-    using Op = decltype(op);
-    return args.size() == 2 ? Op::create(b, loc, args[0], args[1]).getResult()
-                            : Value();
+  static const Entry entries[] = {
+      {"fma", 3, intrinsic<LLVM::FMAOp>},
+      {"sqrt", 1, intrinsic<LLVM::SqrtOp>},
+      {"rsqrt", 1, reciprocalSqrt},
+      {"floor", 1, intrinsic<LLVM::FFloorOp>},
+      {"ceil", 1, intrinsic<LLVM::FCeilOp>},
+      {"trunc", 1, intrinsic<LLVM::FTruncOp>},
+      {"rint", 1, intrinsic<LLVM::RintOp>},
+      {"fabs", 1, intrinsic<LLVM::FAbsOp>},
+      {"copysign", 2, intrinsic<LLVM::CopySignOp>},
+      {"fmin", 2, intrinsic<LLVM::MinNumOp>},
+      {"fmax", 2, intrinsic<LLVM::MaxNumOp>},
   };
-  if (base == "fma" && args.size() == 3)
-    return LLVM::FMAOp::create(b, loc, args[0], args[1], args[2]);
-  if (base == "rsqrt" && args.size() == 1)
-    return LLVM::FDivOp::create(
-        b, loc, LLVM::ConstantOp::create(b, loc, type, b.getFloatAttr(type, 1)),
-        LLVM::SqrtOp::create(b, loc, args[0]));
-  using Make = std::function<Value()>;
-  Make make = llvm::StringSwitch<Make>(base)
-                  .Case("sqrt", [&] { return unary(LLVM::SqrtOp()); })
-                  .Case("floor", [&] { return unary(LLVM::FFloorOp()); })
-                  .Case("ceil", [&] { return unary(LLVM::FCeilOp()); })
-                  .Case("trunc", [&] { return unary(LLVM::FTruncOp()); })
-                  .Case("fabs", [&] { return unary(LLVM::FAbsOp()); })
-                  .Case("rint", [&] { return unary(LLVM::RintOp()); })
-                  .Case("copysign", [&] { return binary(LLVM::CopySignOp()); })
-                  .Case("fmin", [&] { return binary(LLVM::MinNumOp()); })
-                  .Case("fmax", [&] { return binary(LLVM::MaxNumOp()); })
-                  .Default([] { return Value(); });
-  return make();
+  for (const Entry &entry : entries)
+    if (entry.arity == arity &&
+        (base == entry.name || base == (entry.name + "f").str()))
+      return entry.body;
+  return nullptr;
 }
 
 struct GpuLibdeviceIntrinsicsPass
@@ -69,17 +75,17 @@ struct GpuLibdeviceIntrinsicsPass
     for (auto func : getOperation().getOps<LLVM::LLVMFuncOp>()) {
       if (!func.isExternal() || !func.getName().starts_with("__nv_"))
         continue;
-      OpBuilder b(func);
-      Block *entry = func.addEntryBlock(b);
-      b.setInsertionPointToStart(entry);
-      Value result = libdeviceValue(b, func.getLoc(), func.getName(),
-                                    entry->getArguments());
-      if (!result) {
+      BodyFn body = libdeviceBody(func.getName(), func.getNumArguments());
+      if (!body) {
         func.emitError() << "the kernels call libdevice's " << func.getName()
                          << ", which attnc has no instruction for";
         return signalPassFailure();
       }
-      LLVM::ReturnOp::create(b, func.getLoc(), result);
+      OpBuilder b(func);
+      Block *entry = func.addEntryBlock(b);
+      b.setInsertionPointToStart(entry);
+      LLVM::ReturnOp::create(
+          b, func.getLoc(), body(b, func.getLoc(), entry->getArguments()));
       // Inlined into each caller, and no symbol of the module's own.
       func.setLinkage(LLVM::Linkage::Internal);
     }
