@@ -689,6 +689,38 @@ func.func @slot_reused(%arena: memref<?xi8>, %out: memref<?xf32>, %n: index) {
   return
 }
 
+// Not one kernel either when the first slot was written before the first
+// loop and the second is read after the second loop: each is still live
+// on one side only, and the arena may give them the same memory (dK's
+// loop reading v, then dV's loop writing dV, in attention's adjoint).
+// CHECK-LABEL: func.func @slot_reused_live_outside
+// CHECK: %[[OLD:.*]] = memref.view %arg0
+// CHECK: memref.load %[[OLD]][
+// CHECK: processor = block_x
+// CHECK: memref.load %arg1[
+// CHECK: return
+func.func @slot_reused_live_outside(%arena: memref<?xi8>, %out: memref<?xf32>, %res: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %old = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?xf32>
+  %new = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?xf32>
+  memref.store %one, %old[%c0] : memref<?xf32>
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %old[%j] : memref<?xf32>
+    memref.store %v, %out[%j] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%j) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %out[%j] : memref<?xf32>
+    memref.store %v, %new[%j] : memref<?xf32>
+    scf.reduce
+  }
+  %last = memref.load %new[%c0] : memref<?xf32>
+  memref.store %last, %res[%c0] : memref<?xf32>
+  return
+}
+
 // A product of few rows written for a warp's lanes (m, n, lane: lane 0
 // stores C[m, n]) and its bias after it: one kernel, the bias in lane 0.
 // CHECK-LABEL: func.func @bias_after_warp_product

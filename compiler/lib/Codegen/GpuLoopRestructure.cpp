@@ -796,14 +796,15 @@ bool isFusable(scf::ParallelOp loop) {
 }
 
 /// Whether `value` (through its views) is used by an op of `block` before
-/// `first` or after `last`.
-bool usedOutside(Value value, Block &block, Operation *first, Operation *last) {
+/// `op` (`before`) or after it.
+bool usedBeside(Value value, Block &block, Operation *op, bool before) {
   SmallVector<Operation *> users;
   collectUsers(value, users);
   return llvm::any_of(users, [&](Operation *user) {
-    Operation *op = block.findAncestorOpInBlock(*user);
-    return !isBufferView(user) && op &&
-           (op->isBeforeInBlock(first) || last->isBeforeInBlock(op));
+    Operation *ancestor = block.findAncestorOpInBlock(*user);
+    return !isBufferView(user) && ancestor &&
+           (before ? ancestor->isBeforeInBlock(op)
+                   : op->isBeforeInBlock(ancestor));
   });
 }
 
@@ -812,7 +813,10 @@ bool usedOutside(Value value, Block &block, Operation *first, Operation *last) {
 /// buffer at the columns' own index only (one ownIndexPattern), and by a
 /// warp loop `first` in its lane 0 only (where `second` will run); and two
 /// arena slots only one of them touches (one writing) cannot be one slot's
-/// memory reused, since one of them is live across both loops.
+/// memory reused: the arena was planned for the loops one after the other,
+/// so a slot last used in `first` may share memory with one first written
+/// in `second`, unless the former is still used after `second` or the
+/// latter already before `first`.
 bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
   SmallVector<Access> firstAccesses, secondAccesses;
   if (failed(collectAccesses(first.getRegion(), firstAccesses)) ||
@@ -857,15 +861,17 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
       continue;
     (use.first ? onlyFirst : onlySecond).push_back(allocation);
   }
-  // A slot used before `first` or after `second` is live across both. Across
-  // a branch's end (sinkIntoBranch) no slot counts as live.
+  // A slot of `first` used after `second`, or one of `second` used before
+  // `first`, is live across both loops. Across a branch's end
+  // (sinkIntoBranch) no slot counts as live.
   Block &block = *first->getBlock();
   bool oneBlock = second->getBlock() == &block;
-  auto live = [&](Value slot) {
-    return oneBlock && usedOutside(slot, block, first, second);
-  };
-  llvm::erase_if(onlyFirst, live);
-  llvm::erase_if(onlySecond, live);
+  llvm::erase_if(onlyFirst, [&](Value slot) {
+    return oneBlock && usedBeside(slot, block, second, /*before=*/false);
+  });
+  llvm::erase_if(onlySecond, [&](Value slot) {
+    return oneBlock && usedBeside(slot, block, first, /*before=*/true);
+  });
   for (Value a : onlyFirst)
     for (Value b : onlySecond)
       if (uses[a].written || uses[b].written)

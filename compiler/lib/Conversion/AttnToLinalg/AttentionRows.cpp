@@ -16,7 +16,9 @@
 // - the adjoint of the queries: one iteration per query walks its keys
 //   again, with the forward's logsumexp;
 // - the adjoints of keys and values: one iteration per key walks the
-//   queries that see it, in every query head of its group.
+//   queries that see it, in every query head of its group; a loop for the
+//   keys', then one for the values', so that a thread carries one row of
+//   sums, not two.
 //
 // The function is AttentionMaterialized.cpp's: masked scores are -inf, a
 // query with every key masked gets zeros (and logsumexp 0), dropout draws
@@ -274,6 +276,8 @@ struct RowAttention : AttentionOperands {
                                        Value lse, Value delta) const;
 
 private:
+  Value keyOrValueGradient(OpBuilder &b, Location loc, Value dO, Value lse,
+                           Value delta, bool forKeys) const;
   SmallVector<Value> forwardChunks(OpBuilder &b, Location loc,
                                    Value chunks) const;
   SmallVector<Value> combineChunks(OpBuilder &b, Location loc,
@@ -473,20 +477,32 @@ Value RowAttention::queryGradient(OpBuilder &b, Location loc, Value dO,
 
 /// dK and dV [B, H_kv, S, ...]: for each key s, sums over the queries t
 /// that see it, in each query head of its group, of dS q_t and
-/// dropout(P) dO_t.
+/// dropout(P) dO_t; two loops, each recomputing P, so that a thread
+/// carries one row of sums, not two (with both, ptxas spilled at D = 64).
 SmallVector<Value> RowAttention::keyValueGradients(OpBuilder &b, Location loc,
                                                    Value dO, Value lse,
                                                    Value delta) const {
+  return {keyOrValueGradient(b, loc, dO, lse, delta, /*forKeys=*/true),
+          keyOrValueGradient(b, loc, dO, lse, delta, /*forKeys=*/false)};
+}
+
+/// dK (`forKeys`) or dV: for each key s, the sum over the queries t that see
+/// it, in each query head of its group, of dS q_t or dropout(P) dO_t.
+Value RowAttention::keyOrValueGradient(OpBuilder &b, Location loc, Value dO,
+                                       Value lse, Value delta,
+                                       bool forKeys) const {
+  int64_t width = forKeys ? headDim : valueDim;
   SmallVector<OpFoldResult> sizes = {batches, dimOf(b, loc, k, 1), keys};
-  SmallVector<OpFoldResult> dkSizes = sizes, dvSizes = sizes;
-  dkSizes.push_back(b.getIndexAttr(headDim));
-  dvSizes.push_back(b.getIndexAttr(valueDim));
+  SmallVector<OpFoldResult> outSizes = sizes;
+  outSizes.push_back(b.getIndexAttr(width));
   auto body = [&](OpBuilder &b, Location loc, ValueRange ivs) {
     Value batch = ivs[0], kvHead = ivs[1], s = ivs[2];
     SmallVector<Value> kRow = loadRow(b, loc, k, batch, kvHead, s, headDim);
-    SmallVector<Value> vRow = loadRow(b, loc, v, batch, kvHead, s, valueDim);
+    SmallVector<Value> vRow;
+    if (forKeys)
+      vRow = loadRow(b, loc, v, batch, kvHead, s, valueDim);
     Value first = firstQuery(b, loc, s);
-    SmallVector<Value> inits(headDim + valueDim, zeroF);
+    SmallVector<Value> inits(width, zeroF);
     auto queryStep = [&](OpBuilder &b, Location loc, Value head, Value t,
                          ValueRange state) {
       SmallVector<Value> qRow = loadRow(b, loc, q, batch, head, t, headDim);
@@ -496,23 +512,25 @@ SmallVector<Value> RowAttention::keyValueGradients(OpBuilder &b, Location loc,
           b, loc, score(b, loc, batch, qRow, kRow, s), t, s);
       Value p =
           expMinus(b, loc, x, tensor::ExtractOp::create(b, loc, lse, row));
-      Value weight = drop(b, loc, p, batch, head, t, s);
+      SmallVector<Value> next;
+      if (!forKeys) {
+        Value weight = drop(b, loc, p, batch, head, t, s);
+        for (int64_t e = 0; e < valueDim; ++e)
+          next.push_back(multiplyAdd(b, loc, state[e], weight, dORow[e]));
+        return next;
+      }
       Value dp = drop(b, loc, dot(b, loc, dORow, vRow), batch, head, t, s);
       Value ds = arith::MulFOp::create(
           b, loc, arith::MulFOp::create(b, loc, p, scale),
           arith::SubFOp::create(b, loc, dp,
                                 tensor::ExtractOp::create(b, loc, delta, row)));
-      SmallVector<Value> next;
       for (int64_t d = 0; d < headDim; ++d)
         next.push_back(multiplyAdd(b, loc, state[d], ds, qRow[d]));
-      for (int64_t e = 0; e < valueDim; ++e)
-        next.push_back(
-            multiplyAdd(b, loc, state[headDim + e], weight, dORow[e]));
       return next;
     };
     Value firstHead = arith::MulIOp::create(b, loc, kvHead,
                                             index(b, loc, group));
-    ValueRange grads = buildSequentialLoop(
+    ValueRange sums = buildSequentialLoop(
         b, loc, firstHead,
         arith::AddIOp::create(b, loc, firstHead, index(b, loc, group)), inits,
         [&](OpBuilder &b, Location loc, Value head, ValueRange outer) {
@@ -522,11 +540,9 @@ SmallVector<Value> RowAttention::keyValueGradients(OpBuilder &b, Location loc,
                 return queryStep(b, loc, head, t, state);
               }));
         });
-    return RowResults{llvm::to_vector(grads.take_front(headDim)),
-                      llvm::to_vector(grads.drop_front(headDim))};
+    return RowResults{llvm::to_vector(sums)};
   };
-  return buildRowLoop(b, loc, sizes,
-                      {empty(b, loc, dkSizes), empty(b, loc, dvSizes)}, body);
+  return buildRowLoop(b, loc, sizes, {empty(b, loc, outSizes)}, body)[0];
 }
 
 struct RowSdpaLowering : OpConversionPattern<SdpaOp> {
