@@ -56,6 +56,14 @@ struct WarpRow {
     return tensor::ExtractOp::create(b, loc, tensor, indices);
   }
 
+  /// `dy[column] w[column]`: the output's adjoint times the weight (dy of
+  /// the input's shape, w a row).
+  Value scaledGrad(OpBuilder &b, Location loc, Value dy, Value w,
+                   Value column) const {
+    return arith::MulFOp::create(b, loc, of(b, loc, dy, column),
+                                 tensor::ExtractOp::create(b, loc, w, column));
+  }
+
   /// Element `column` of the row: input plus residual.
   Value at(OpBuilder &b, Location loc, Value column) const {
     Value value = of(b, loc, input, column);
@@ -315,116 +323,132 @@ struct RmsNormWarpRows : NormWarpRows<RmsNormOp> {
   }
 };
 
-/// The input's adjoint per row, with the row's statistics kept for the
-/// weight's and bias's sums over the rows (linalg reductions, as the
-/// linalg form has them): dx = rstd (dxhat - mean(dxhat) - xhat
-/// mean(dxhat xhat)), xhat = (x - mean) rstd, dxhat = dy w.
-struct LayerNormGradWarpRows : OpConversionPattern<LayerNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// A norm's adjoint: the loop whose outputs are the input's adjoint (an
+/// element per column) and the row's statistics (`rowOutputs`, per row),
+/// which the weight's and bias's sums over the rows read (linalg
+/// reductions, as the linalg form has them: `replacements`).
+template <typename GradOp>
+struct NormGradWarpRows : OpConversionPattern<GradOp> {
+  using OpConversionPattern<GradOp>::OpConversionPattern;
+  using OpAdaptor = typename GradOp::Adaptor;
+
+  /// Per output, whether it is one value per row.
+  virtual SmallVector<bool> perRow() const = 0;
+  virtual SmallVector<RowOutput> rowOutputs(OpBuilder &b, Location loc,
+                                            const WarpRow &row,
+                                            OpAdaptor adaptor,
+                                            double eps) const = 0;
+  virtual SmallVector<Value> replacements(OpBuilder &b, GradOp op,
+                                          OpAdaptor adaptor,
+                                          ArrayRef<Value> results) const = 0;
+
   LogicalResult
-  matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
+  matchAndRewrite(GradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Value x = adaptor.getInput(), w = adaptor.getWeight(),
-          dy = adaptor.getGradOutput();
-    if (!warpRowsApply(x, nullptr, /*minRank=*/2))
+    if (!warpRowsApply(adaptor.getInput(), nullptr, /*minRank=*/2))
       return failure();
     double eps = op.getEps().convertToDouble();
-    Location loc = op.getLoc();
     SmallVector<Value> results = buildWarpRows(
-        rewriter, loc, x, nullptr, {false, true, true},
-        [&](OpBuilder &b, Location l,
-            const WarpRow &row) -> SmallVector<RowOutput> {
-          LayerNormRow statistics = layerNormStatistics(b, l, row, eps);
-          Value mean = statistics.mean, rstd = statistics.rstd;
-          auto xhatAt = [=, &row](OpBuilder &nb, Location nl, Value c) {
-            return arith::MulFOp::create(
-                       nb, nl, arith::SubFOp::create(nb, nl, row.at(nb, nl, c), mean),
-                       rstd)
-                .getResult();
-          };
-          auto dxhatAt = [=, &row](OpBuilder &nb, Location nl, Value c) {
-            return arith::MulFOp::create(nb, nl, row.of(nb, nl, dy, c),
-                                         tensor::ExtractOp::create(nb, nl, w, c))
-                .getResult();
-          };
-          SmallVector<Value> sums =
-              row.sums(b, l, 2, [&](OpBuilder &nb, Location nl, Value c) {
-                Value dxhat = dxhatAt(nb, nl, c);
-                return SmallVector<Value>{
-                    dxhat,
-                    arith::MulFOp::create(nb, nl, dxhat, xhatAt(nb, nl, c))};
-              });
-          Value meanDxhat = arith::DivFOp::create(b, l, sums[0], row.widthFloat);
-          Value meanDxhatXhat =
-              arith::DivFOp::create(b, l, sums[1], row.widthFloat);
-          auto constant = [](Value v) {
-            return [v](OpBuilder &, Location, Value) { return v; };
-          };
-          return {{false,
-                   [=](OpBuilder &nb, Location nl, Value c) {
-                     Value inner = arith::SubFOp::create(
-                         nb, nl,
-                         arith::SubFOp::create(nb, nl, dxhatAt(nb, nl, c),
-                                               meanDxhat),
-                         arith::MulFOp::create(nb, nl, xhatAt(nb, nl, c),
-                                               meanDxhatXhat));
-                     return arith::MulFOp::create(nb, nl, rstd, inner)
-                         .getResult();
-                   }},
-                  {true, constant(mean)},
-                  {true, constant(rstd)}};
+        rewriter, op.getLoc(), adaptor.getInput(), nullptr, perRow(),
+        [&](OpBuilder &b, Location loc, const WarpRow &row) {
+          return rowOutputs(b, loc, row, adaptor, eps);
         });
-    rewriter.replaceOp(op, layerNormGradResults(rewriter, loc, op, results[0],
-                                                x, dy, results[1], results[2]));
+    rewriter.replaceOp(op, replacements(rewriter, op, adaptor, results));
     return success();
   }
 };
 
-/// The same for RMS norm: dx = r dy w - r^3 x mean(dy w x).
-struct RmsNormGradWarpRows : OpConversionPattern<RmsNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(RmsNormGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value x = adaptor.getInput(), w = adaptor.getWeight(),
-          dy = adaptor.getGradOutput();
-    if (!warpRowsApply(x, nullptr, /*minRank=*/2))
-      return failure();
-    double eps = op.getEps().convertToDouble();
-    Location loc = op.getLoc();
-    SmallVector<Value> results = buildWarpRows(
-        rewriter, loc, x, nullptr, {false, true},
-        [&](OpBuilder &b, Location l,
-            const WarpRow &row) -> SmallVector<RowOutput> {
-          Value r = rmsNormStatistic(b, l, row, eps);
-          auto dyw = [=, &row](OpBuilder &nb, Location nl, Value c) {
-            return arith::MulFOp::create(nb, nl, row.of(nb, nl, dy, c),
-                                         tensor::ExtractOp::create(nb, nl, w, c))
-                .getResult();
-          };
-          Value meanGx = row.mean(b, l, [&](OpBuilder &nb, Location nl, Value c) {
-            return arith::MulFOp::create(nb, nl, dyw(nb, nl, c),
-                                         row.at(nb, nl, c))
-                .getResult();
-          });
-          Value r3 = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, r, r),
-                                           r);
-          return {{false,
-                   [=, &row](OpBuilder &nb, Location nl, Value c) {
-                     Value first =
-                         arith::MulFOp::create(nb, nl, r, dyw(nb, nl, c));
-                     Value second = arith::MulFOp::create(
-                         nb, nl, r3,
-                         arith::MulFOp::create(nb, nl, row.at(nb, nl, c),
-                                               meanGx));
-                     return arith::SubFOp::create(nb, nl, first, second)
-                         .getResult();
-                   }},
-                  {true, [r](OpBuilder &, Location, Value) { return r; }}};
+/// An output that is `value` in every column (a row's statistic).
+RowOutput perRowValue(Value value) {
+  return {true, [value](OpBuilder &, Location, Value) { return value; }};
+}
+
+/// dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), xhat = (x -
+/// mean) rstd, dxhat = dy w; and the row's mean and rstd.
+struct LayerNormGradWarpRows : NormGradWarpRows<LayerNormGradOp> {
+  using NormGradWarpRows::NormGradWarpRows;
+
+  SmallVector<bool> perRow() const override { return {false, true, true}; }
+
+  SmallVector<RowOutput> rowOutputs(OpBuilder &b, Location l,
+                                    const WarpRow &row, OpAdaptor adaptor,
+                                    double eps) const override {
+    Value w = adaptor.getWeight(), dy = adaptor.getGradOutput();
+    LayerNormRow statistics = layerNormStatistics(b, l, row, eps);
+    Value mean = statistics.mean, rstd = statistics.rstd;
+    auto xhatAt = [=, &row](OpBuilder &nb, Location nl, Value c) {
+      return arith::MulFOp::create(
+                 nb, nl, arith::SubFOp::create(nb, nl, row.at(nb, nl, c), mean),
+                 rstd)
+          .getResult();
+    };
+    SmallVector<Value> sums =
+        row.sums(b, l, 2, [&](OpBuilder &nb, Location nl, Value c) {
+          Value dxhat = row.scaledGrad(nb, nl, dy, w, c);
+          return SmallVector<Value>{
+              dxhat, arith::MulFOp::create(nb, nl, dxhat, xhatAt(nb, nl, c))};
         });
-    rewriter.replaceOp(op, rmsNormGradResults(rewriter, loc, op, results[0], x,
-                                              dy, results[1]));
-    return success();
+    Value meanDxhat = arith::DivFOp::create(b, l, sums[0], row.widthFloat);
+    Value meanDxhatXhat = arith::DivFOp::create(b, l, sums[1], row.widthFloat);
+    RowOutput dx = {false, [=, &row](OpBuilder &nb, Location nl, Value c) {
+                      Value inner = arith::SubFOp::create(
+                          nb, nl,
+                          arith::SubFOp::create(
+                              nb, nl, row.scaledGrad(nb, nl, dy, w, c),
+                              meanDxhat),
+                          arith::MulFOp::create(nb, nl, xhatAt(nb, nl, c),
+                                                meanDxhatXhat));
+                      return arith::MulFOp::create(nb, nl, rstd, inner)
+                          .getResult();
+                    }};
+    return {dx, perRowValue(mean), perRowValue(rstd)};
+  }
+
+  SmallVector<Value> replacements(OpBuilder &b, LayerNormGradOp op,
+                                  OpAdaptor adaptor,
+                                  ArrayRef<Value> results) const override {
+    return layerNormGradResults(b, op.getLoc(), op, results[0],
+                                adaptor.getInput(), adaptor.getGradOutput(),
+                                results[1], results[2]);
+  }
+};
+
+/// The same for RMS norm: dx = r dy w - r^3 x mean(dy w x); and the row's r.
+struct RmsNormGradWarpRows : NormGradWarpRows<RmsNormGradOp> {
+  using NormGradWarpRows::NormGradWarpRows;
+
+  SmallVector<bool> perRow() const override { return {false, true}; }
+
+  SmallVector<RowOutput> rowOutputs(OpBuilder &b, Location l,
+                                    const WarpRow &row, OpAdaptor adaptor,
+                                    double eps) const override {
+    Value w = adaptor.getWeight(), dy = adaptor.getGradOutput();
+    Value r = rmsNormStatistic(b, l, row, eps);
+    Value meanGx = row.mean(b, l, [&](OpBuilder &nb, Location nl, Value c) {
+      return arith::MulFOp::create(nb, nl, row.scaledGrad(nb, nl, dy, w, c),
+                                   row.at(nb, nl, c))
+          .getResult();
+    });
+    Value r3 = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, r, r), r);
+    RowOutput dx = {false, [=, &row](OpBuilder &nb, Location nl, Value c) {
+                      Value first = arith::MulFOp::create(
+                          nb, nl, r, row.scaledGrad(nb, nl, dy, w, c));
+                      Value second = arith::MulFOp::create(
+                          nb, nl, r3,
+                          arith::MulFOp::create(nb, nl, row.at(nb, nl, c),
+                                                meanGx));
+                      return arith::SubFOp::create(nb, nl, first, second)
+                          .getResult();
+                    }};
+    return {dx, perRowValue(r)};
+  }
+
+  SmallVector<Value> replacements(OpBuilder &b, RmsNormGradOp op,
+                                  OpAdaptor adaptor,
+                                  ArrayRef<Value> results) const override {
+    return rmsNormGradResults(b, op.getLoc(), op, results[0],
+                              adaptor.getInput(), adaptor.getGradOutput(),
+                              results[1]);
   }
 };
 
