@@ -35,7 +35,6 @@ inline constexpr llvm::StringLiteral kWarpTilesAttr = "attn.warp_tiles";
 /// The same for a kernel written per thread.
 inline constexpr llvm::StringLiteral kThreadTilesAttr = "attn.thread_tiles";
 
-
 /// The processors `attr` names for the dimensions of `loop`, or none.
 inline std::optional<llvm::SmallVector<mlir::gpu::Processor>>
 namedProcessors(mlir::scf::ParallelOp loop, llvm::StringRef attr) {
