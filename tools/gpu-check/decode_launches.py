@@ -5,12 +5,12 @@
     decode_launches.py F
 
 prints the `gpu.launch_func` ops of `decode_step` and how many of them a
-step of one sequence runs: in a product's branch on its rows (`M >= 64`,
-GpuBlockedProducts) it takes the way of fewer rows, in a few-row branch
-(`M <= 16`, GpuFewRowProducts) the few-row way, and every other branch's
-ways both (an upper bound). Kernels over whole 64-row tiles, which a step
-of one sequence launches with no blocks (the runtime skips those), are not
-in the way it takes. A count read off the IR, for comparing builds; the
+step of one sequence runs: in a product's branch on its rows (`M >= 64` or
+`M >= 128`, GpuBlockedProducts) it takes the way of fewer rows, in a
+few-row branch (`M <= 16`, GpuFewRowProducts) the few-row way, and every
+other branch's ways both (an upper bound). Kernels over whole tiles of 64
+or 128 rows, which a step of one sequence launches with no blocks (the
+runtime skips those), are not in the way it takes. A count read off the IR, for comparing builds; the
 GPU's profile is the measurement.
 """
 import re
@@ -33,7 +33,7 @@ def count(lines):
         if m:
             predicate, bound = conditions.get(m.group(1), (None, ""))
             kind = "other"
-            if predicate == "sge" and re.fullmatch(r"%c64(_\d+)?", bound):
+            if predicate == "sge" and re.fullmatch(r"%c(64|128)(_\d+)?", bound):
                 kind = "many"
             elif predicate in ("ule", "sle") and re.fullmatch(r"%c16(_\d+)?", bound):
                 kind = "few"

@@ -10,12 +10,14 @@
 
 #include "attn/Codegen/Passes.h"
 
+#include "GpuSharedTiles.h"
 #include "GpuWarpTiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -27,6 +29,35 @@ namespace attn {
 namespace {
 
 struct GpuLoopsOnHostPass : impl::AttnGpuLoopsOnHostBase<GpuLoopsOnHostPass> {
+  /// A block's threads run one after the other here, so a thread reading a
+  /// shared tile must have copied all of it itself (GpuSharedTiles.h): each
+  /// block copy runs whole, the barriers go, and each tile is allocated
+  /// once, before its kernel's loop (an alloca in a loop's body would take
+  /// more stack at every iteration).
+  void runSharedTilesInOrder(RewriterBase &rewriter) {
+    SmallVector<Operation *> marked;
+    getOperation().walk([&](Operation *op) {
+      if (isa<gpu::BarrierOp>(op) || op->hasAttr(kBlockCopyAttr) ||
+          op->hasAttr(kSharedTileAttr))
+        marked.push_back(op);
+    });
+    for (Operation *op : marked) {
+      if (isa<gpu::BarrierOp>(op)) {
+        rewriter.eraseOp(op);
+      } else if (auto copy = dyn_cast<scf::ForOp>(op)) {
+        rewriter.setInsertionPoint(copy);
+        Location loc = copy.getLoc();
+        copy.setLowerBound(arith::ConstantIndexOp::create(rewriter, loc, 0));
+        copy.setStep(arith::ConstantIndexOp::create(rewriter, loc, 1));
+      } else {
+        Operation *kernel = op->getParentOfType<scf::ParallelOp>();
+        while (auto outer = kernel->getParentOfType<scf::ParallelOp>())
+          kernel = outer;
+        op->moveBefore(kernel);
+      }
+    }
+  }
+
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     SmallVector<Operation *> ops;
@@ -48,6 +79,7 @@ struct GpuLoopsOnHostPass : impl::AttnGpuLoopsOnHostBase<GpuLoopsOnHostPass> {
           .slice(lanes - processors->begin(), 1)
           .assign(one);
     });
+    runSharedTilesInOrder(rewriter);
     for (Operation *op : ops) {
       rewriter.setInsertionPoint(op);
       if (auto alloc = dyn_cast<gpu::AllocOp>(op)) {

@@ -1,16 +1,18 @@
 //===- GpuSimtProducts.cpp - f32 products in per-thread tiles -------------===//
 //
 // `attn-gpu-simt-products` (GPU target, `--precision f32`, on buffers,
-// before linalg becomes loops): each f32 matrix product becomes a kernel
-// over its whole 64x64 block tiles and generic products for the rest
-// (GpuBlockedProducts.h). The generic kernel gives each element of C a
-// thread that reads a row of A and a column of B, two loads per
-// multiply-add; here each of a block's 16 x 16 threads accumulates a 4 x 4
-// tile of C in registers, so that a term of the product is 4 loads of A, 4
-// of B and 16 multiply-adds. Thread (x, y) takes rows y + 16 i and columns
-// x + 16 j of the block tile: the 16 threads of a half warp read and write
-// 16 consecutive columns of C and of B stored [K, N], and share each
-// element of A they read.
+// before linalg becomes loops): each f32 matrix product becomes kernels
+// over its whole block tiles and generic products for the rest
+// (GpuBlockedProducts.h), in two passes: blocks of 128 x 128 first, then
+// blocks of 64 x 64 for the products on views they leave (the rows and
+// columns past the last whole block of 128) and the products too small for
+// them. The generic kernel gives each element of C a thread that reads a
+// row of A and a column of B, two loads per multiply-add; here each of a
+// block's 16 x 16 threads accumulates 8 x 8 (or 4 x 4) elements of C in
+// registers. Over K in steps of 32, the block's threads copy its rows of A
+// and columns of B into shared tiles held term by term (GpuSharedTiles.h),
+// and thread (x, y) then reads its rows and columns of each term as
+// vectors of 4: four shared loads per 64 multiply-adds (two per 16).
 //
 // Each element of C is still one chain over K in order, as in the generic
 // kernel; its multiply-adds may contract into fused ones (the GPU's
@@ -22,12 +24,14 @@
 #include "attn/Codegen/Passes.h"
 
 #include "GpuBlockedProducts.h"
+#include "GpuSharedTiles.h"
 #include "GpuWarpTiles.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 
@@ -37,9 +41,26 @@ namespace attn {
 
 namespace {
 
-/// A block's threads along each side, and each thread's rows and columns.
-constexpr int64_t kThreadsPerSide = 16, kPerThread = 4;
-constexpr int64_t kBlockSide = kThreadsPerSide * kPerThread;
+/// A kernel's shape: a block of 16 x 16 threads, each keeping `perThread`
+/// x `perThread` elements of C.
+struct ThreadTiles {
+  static constexpr int64_t threadsPerSide = 16;
+  static constexpr int64_t threads = threadsPerSide * threadsPerSide;
+  /// The terms a block stages in shared memory at a time.
+  static constexpr int64_t stepK = 32;
+  int64_t perThread;
+
+  int64_t blockSide() const { return threadsPerSide * perThread; }
+  /// A shared tile's row: the block's rows of A or columns of B for one
+  /// term, and 4 more, so that rows start 16-byte aligned (a thread reads
+  /// its elements as vectors of 4).
+  int64_t tileRow() const { return blockSide() + 4; }
+};
+
+/// Blocks of 128 x 128 first (8 x 8 per thread: 4 vector reads from
+/// shared memory per 64 multiply-adds), then blocks of 64 x 64 (4 x 4)
+/// for what whole blocks of 128 leave.
+constexpr ThreadTiles kShapes[] = {{8}, {4}};
 
 /// The indices into `memref` of (`first`, `second`) at the batch element.
 SmallVector<Value> at(ArrayRef<Value> batch, Value first, Value second) {
@@ -48,22 +69,75 @@ SmallVector<Value> at(ArrayRef<Value> batch, Value first, Value second) {
   return indices;
 }
 
-/// One thread's 4 x 4 tile of C: read (or zero), the first kEnd terms of
-/// A B added, written back.
-void emitThreadTile(OpBuilder &b, Location loc, const MatmulOperands &p,
-                    const BlockTile &tile) {
+/// A thread's `count` elements of term `k` of a shared tile from `first`,
+/// read as vectors of 4.
+SmallVector<Value> readRun(OpBuilder &b, Location loc, Value tile, Value k,
+                           Value first, int64_t count) {
+  constexpr int64_t width = 4;
+  auto type = VectorType::get({width}, b.getF32Type());
+  SmallVector<Value> elements;
+  for (int64_t v = 0; v < count; v += width) {
+    Value at = affine::AffineApplyOp::create(
+        b, loc, b.getAffineDimExpr(0) + v, ValueRange{first});
+    Value four = vector::LoadOp::create(b, loc, type, tile, ValueRange{k, at},
+                                        false, llvm::MaybeAlign(16));
+    for (int64_t i = 0; i < width; ++i)
+      elements.push_back(vector::ExtractOp::create(b, loc, four, i));
+  }
+  return elements;
+}
+
+/// The terms from `k` of a thread's sums: the multiply-adds of its rows of
+/// A and columns of B, read from the shared tiles as vectors.
+SmallVector<Value> addTerm(OpBuilder &b, Location loc, const ThreadTiles &t,
+                           Value aTile, Value bTile, Value k, Value firstRow,
+                           Value firstCol, ValueRange partial) {
+  SmallVector<Value> as = readRun(b, loc, aTile, k, firstRow, t.perThread);
+  SmallVector<Value> bs = readRun(b, loc, bTile, k, firstCol, t.perThread);
+  // Contractible: one fma.rn.f32 each on the GPU; a multiply and an add
+  // under cuda-on-host, whose host code has no FMA instruction to call
+  // instead of libm's fmaf.
+  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
+                                                arith::FastMathFlags::contract);
+  SmallVector<Value> next;
+  for (auto [i, a] : llvm::enumerate(as))
+    for (auto [j, bv] : llvm::enumerate(bs)) {
+      Value product = arith::MulFOp::create(b, loc, a, bv, contract);
+      next.push_back(arith::AddFOp::create(b, loc, partial[i * bs.size() + j],
+                                           product, contract));
+    }
+  return next;
+}
+
+/// One thread's tile of C: read (or zero), the first kEnd terms of A B
+/// added, written back. The block stages stepK terms of its rows of A and
+/// columns of B at a time in shared tiles held term by term (element (k,
+/// i): term k of row or column i), so that thread (x, y) reads its rows
+/// and columns of a term (perThread from perThread y and perThread x) as
+/// vectors.
+void emitThreadTile(OpBuilder &b, Location loc, const ThreadTiles &t,
+                    const MatmulOperands &p, const BlockTile &tile) {
   using gpu::Processor;
+  using T = ThreadTiles;
   AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
-  auto lines = [&](Value blockIndex, Value thread) {
-    SmallVector<Value> indices;
-    for (int64_t i = 0; i < kPerThread; ++i)
-      indices.push_back(affine::AffineApplyOp::create(
-          b, loc, d0 * kBlockSide + d1 + i * kThreadsPerSide,
-          ValueRange{blockIndex, thread}));
-    return indices;
+  auto apply = [&](AffineExpr e, ValueRange operands) -> Value {
+    return affine::AffineApplyOp::create(b, loc, e, operands);
   };
-  SmallVector<Value> rows = lines(tile.blockRow, tile.thread(Processor::ThreadY));
-  SmallVector<Value> cols = lines(tile.blockCol, tile.thread(Processor::ThreadX));
+  int64_t side = t.blockSide();
+  Value x = tile.thread(Processor::ThreadX), y = tile.thread(Processor::ThreadY);
+  Value firstRow = apply(d0 * t.perThread, y);
+  Value firstCol = apply(d0 * t.perThread, x);
+  Value blockRow = apply(d0 * side, tile.blockRow);
+  Value blockCol = apply(d0 * side, tile.blockCol);
+  SmallVector<Value> rows, cols;
+  for (int64_t i = 0; i < t.perThread; ++i) {
+    rows.push_back(apply(d0 + d1 + i, {blockRow, firstRow}));
+    cols.push_back(apply(d0 + d1 + i, {blockCol, firstCol}));
+  }
+  Value thread = apply(d0 + d1 * T::threadsPerSide, {x, y});
+  Value aTile = allocateSharedTile(b, loc, T::stepK, t.tileRow());
+  Value bTile = allocateSharedTile(b, loc, T::stepK, t.tileRow());
+
   SmallVector<Value> sums;
   Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
   for (Value r : rows)
@@ -74,31 +148,36 @@ void emitThreadTile(OpBuilder &b, Location loc, const MatmulOperands &p,
 
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value step = arith::ConstantIndexOp::create(b, loc, T::stepK);
   auto terms = scf::ForOp::create(
-      b, loc, zero, tile.kEnd, one, sums,
-      [&](OpBuilder &nb, Location, Value k, ValueRange partial) {
-        SmallVector<Value> as, bs;
-        for (Value r : rows)
-          as.push_back(memref::LoadOp::create(
-              nb, loc, p.a,
-              p.transposedA ? at(tile.batch, k, r) : at(tile.batch, r, k)));
-        for (Value c : cols)
-          bs.push_back(memref::LoadOp::create(
-              nb, loc, p.b,
-              p.transposedB ? at(tile.batch, c, k) : at(tile.batch, k, c)));
-        // Contractible: one fma.rn.f32 each on the GPU; a multiply and an
-        // add under cuda-on-host, whose host code has no FMA instruction to
-        // call instead of libm's fmaf.
-        auto contract = arith::FastMathFlagsAttr::get(
-            nb.getContext(), arith::FastMathFlags::contract);
-        SmallVector<Value> next;
-        for (auto [i, a] : llvm::enumerate(as))
-          for (auto [j, bv] : llvm::enumerate(bs)) {
-            Value product = arith::MulFOp::create(nb, loc, a, bv, contract);
-            next.push_back(arith::AddFOp::create(
-                nb, loc, partial[i * bs.size() + j], product, contract));
-          }
-        scf::YieldOp::create(nb, loc, next);
+      b, loc, zero, tile.kEnd, step, sums,
+      [&](OpBuilder &nb, Location, Value k0, ValueRange partial) {
+        // A [M, K] and B [N, K] are transposed into the tiles; A stored
+        // [K, M] and B [K, N] are held term by term already.
+        TileSource a = p.transposedA
+                           ? TileSource{p.a, tile.batch, k0, blockRow,
+                                        T::stepK, side}
+                           : TileSource{p.a, tile.batch, blockRow, k0, side,
+                                        T::stepK, true};
+        TileSource bSource = p.transposedB
+                                 ? TileSource{p.b, tile.batch, blockCol, k0,
+                                              side, T::stepK, true}
+                                 : TileSource{p.b, tile.batch, k0, blockCol,
+                                              T::stepK, side};
+        emitBlockCopy(nb, loc, a, aTile, thread, T::threads);
+        emitBlockCopy(nb, loc, bSource, bTile, thread, T::threads);
+        gpu::BarrierOp::create(nb, loc);
+        auto stepTerms = scf::ForOp::create(
+            nb, loc, zero, step, one, partial,
+            [&](OpBuilder &ib, Location, Value k, ValueRange inner) {
+              scf::YieldOp::create(ib, loc,
+                                   addTerm(ib, loc, t, aTile, bTile, k,
+                                           firstRow, firstCol, inner));
+            });
+        // No thread copies the next terms over these before every thread
+        // has read them.
+        gpu::BarrierOp::create(nb, loc);
+        scf::YieldOp::create(nb, loc, stepTerms.getResults());
       });
   for (auto [i, r] : llvm::enumerate(rows))
     for (auto [j, c] : llvm::enumerate(cols))
@@ -110,17 +189,26 @@ struct GpuSimtProductsPass
     : impl::AttnGpuSimtProductsBase<GpuSimtProductsPass> {
   void runOnOperation() override {
     using gpu::Processor;
-    BlockedKernel kernel{kBlockSide,
-                         kBlockSide,
-                         /*stepK=*/1,
-                         {{Processor::ThreadX, kThreadsPerSide},
-                          {Processor::ThreadY, kThreadsPerSide}},
-                         kThreadTilesAttr,
-                         /*canStartFromZero=*/true,
-                         emitThreadTile};
+    using T = ThreadTiles;
     IRRewriter rewriter(&getContext());
-    for (auto &[op, p] : collectBlockableProducts(getOperation()))
-      rewriteBlockedProduct(rewriter, op, p, kernel);
+    // The second shape takes the products on views the first leaves (and
+    // the products too small for it).
+    for (const ThreadTiles &shape : kShapes) {
+      BlockedKernel kernel{
+          shape.blockSide(),
+          shape.blockSide(),
+          T::stepK,
+          {{Processor::ThreadX, T::threadsPerSide},
+           {Processor::ThreadY, T::threadsPerSide}},
+          kThreadTilesAttr,
+          /*canStartFromZero=*/true,
+          [shape](OpBuilder &b, Location loc, const MatmulOperands &p,
+                  const BlockTile &tile) {
+            emitThreadTile(b, loc, shape, p, tile);
+          }};
+      for (auto &[op, p] : collectBlockableProducts(getOperation()))
+        rewriteBlockedProduct(rewriter, op, p, kernel);
+    }
   }
 };
 

@@ -17,6 +17,7 @@
 #include "attn/Codegen/Passes.h"
 
 #include "GpuBlockedProducts.h"
+#include "GpuSharedTiles.h"
 #include "GpuWarpTiles.h"
 
 #include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
@@ -28,6 +29,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -52,6 +54,10 @@ struct Tiles {
   static constexpr int64_t warpsM = 2, warpsN = 2;
   static constexpr int64_t warpM = fragM * fragsM, warpN = fragN * fragsN;
   static constexpr int64_t blockM = warpM * warpsM, blockN = warpN * warpsN;
+  static constexpr int64_t threads = kWarpSize * warpsM * warpsN;
+  /// The terms of A B a block stages in shared memory at a time, and the
+  /// stages its shared tiles hold (one read while the next is copied).
+  static constexpr int64_t stepK = 32, stages = 2;
 };
 
 Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
@@ -109,28 +115,64 @@ struct FragmentAccess {
   }
 };
 
-/// One warp's tile of C at (`row`, `col`): its fragments read, the first
-/// `kEnd` terms of A B added in steps of fragK, and written back.
-void emitWarpTile(FragmentAccess &access, const MatmulOperands &p, Value row,
-                  Value col, Value kEnd) {
+/// A shared tile's row length: `columns` and a few more, so that the 32
+/// lanes reading a fragment hit 32 different banks (4-byte words mod 32).
+/// Lane (g, t) = (lane / 4, lane % 4) reads the fragment's element (g, t)
+/// (and (g + 8, t), (g, t + 4), ...), with the K index t along the tile's
+/// columns (rows of 32 terms: word 4 g + t of a row of 36) or along its
+/// rows (rows of 64 of C's rows or columns: word 8 t + g of a row of 72).
+int64_t paddedColumns(int64_t columns) {
+  return columns == Tiles::stepK ? columns + 4 : columns + 8;
+}
+
+/// The part of `operand` a block stages for the terms from `k`: its `side`
+/// rows of A or columns of B from `first`, in the operand's own
+/// orientation (`termsDown`: a term per row, as A stored [K, M] and B
+/// stored [K, N]).
+TileSource stagedTerms(Value operand, ArrayRef<Value> batch, bool termsDown,
+                       Value first, int64_t side, Value k) {
+  SmallVector<Value> at(batch);
+  if (termsDown)
+    return {operand, at, k, first, Tiles::stepK, side};
+  return {operand, at, first, k, side, Tiles::stepK};
+}
+
+/// The shared tiles of two stages holding the terms stagedTerms takes.
+Value allocateStages(OpBuilder &b, Location loc, bool termsDown,
+                     int64_t side) {
   using T = Tiles;
-  OpBuilder &b = access.b;
-  Location loc = access.loc;
+  if (termsDown)
+    return allocateSharedTile(b, loc, T::stepK, paddedColumns(side), T::stages);
+  return allocateSharedTile(b, loc, side, paddedColumns(T::stepK), T::stages);
+}
+
+/// A block's shared tiles of A and B.
+struct StagedOperands {
+  Value aTile, bTile;
+};
+
+/// A warp's contractions of the fragments of the terms from `kk` (fragK
+/// of them) that stage `stage` of the shared tiles holds into its `sums`,
+/// yielded.
+void emitFragmentProducts(OpBuilder &b, Location loc, const MatmulOperands &p,
+                          const StagedOperands &staged, Value stage,
+                          ArrayRef<Value> localRows, ArrayRef<Value> localCols,
+                          Value kk, ValueRange sums) {
+  using T = Tiles;
   MLIRContext *context = b.getContext();
   Type f32 = b.getF32Type();
-  auto cType = VectorType::get({T::fragM, T::fragN}, f32);
   auto aType = VectorType::get({T::fragM, T::fragK}, f32);
   auto bType = VectorType::get({T::fragN, T::fragK}, f32);
-  SmallVector<Value> rows, cols;
-  for (int64_t i = 0; i < T::fragsM; ++i)
-    rows.push_back(plus(b, loc, row, i * T::fragM));
-  for (int64_t j = 0; j < T::fragsN; ++j)
-    cols.push_back(plus(b, loc, col, j * T::fragN));
-  SmallVector<Value> accumulators;
-  for (Value r : rows)
-    for (Value c : cols)
-      accumulators.push_back(access.read(p.c, r, c, cType, false));
-
+  FragmentAccess shared{b, loc, {stage}};
+  SmallVector<Value> as, bs;
+  for (Value r : localRows)
+    as.push_back(p.transposedA
+                     ? shared.read(staged.aTile, kk, r, aType, true)
+                     : shared.read(staged.aTile, r, kk, aType, false));
+  for (Value c : localCols)
+    bs.push_back(p.transposedB
+                     ? shared.read(staged.bTile, c, kk, bType, false)
+                     : shared.read(staged.bTile, kk, c, bType, true));
   AffineExpr m = getAffineDimExpr(0, context), n = getAffineDimExpr(1, context),
              k = getAffineDimExpr(2, context);
   ArrayAttr maps =
@@ -145,24 +187,103 @@ void emitWarpTile(FragmentAccess &access, const MatmulOperands &p, Value row,
                       iterator(vector::IteratorType::parallel),
                       iterator(vector::IteratorType::reduction)});
 
+  SmallVector<Value> next;
+  for (auto [i, a] : llvm::enumerate(as))
+    for (auto [j, bf] : llvm::enumerate(bs))
+      next.push_back(vector::ContractionOp::create(
+          b, loc, a, bf, sums[i * bs.size() + j], maps, iterators));
+  scf::YieldOp::create(b, loc, next);
+}
+
+/// One warp's tile of C at (`row`, `col`) of C, (`localRow`, `localCol`)
+/// of the block's: its fragments read, the first `kEnd` terms of A B added
+/// and written back. The block stages stepK terms of its rows of A and
+/// columns of B at a time in shared tiles of two stages: while its warps
+/// read one stage's fragments, fragK terms at a time, its threads copy the
+/// next terms into the other.
+void emitWarpTile(FragmentAccess &access, const MatmulOperands &p,
+                  const BlockTile &tile, Value row, Value col, Value localRow,
+                  Value localCol, Value thread) {
+  using T = Tiles;
+  OpBuilder &b = access.b;
+  Location loc = access.loc;
+  auto cType = VectorType::get({T::fragM, T::fragN}, b.getF32Type());
+  bool aTermsDown = p.transposedA, bTermsDown = !p.transposedB;
+  StagedOperands staged{allocateStages(b, loc, aTermsDown, T::blockM),
+                        allocateStages(b, loc, bTermsDown, T::blockN)};
+
+  SmallVector<Value> rows, cols, localRows, localCols;
+  for (int64_t i = 0; i < T::fragsM; ++i) {
+    rows.push_back(plus(b, loc, row, i * T::fragM));
+    localRows.push_back(plus(b, loc, localRow, i * T::fragM));
+  }
+  for (int64_t j = 0; j < T::fragsN; ++j) {
+    cols.push_back(plus(b, loc, col, j * T::fragN));
+    localCols.push_back(plus(b, loc, localCol, j * T::fragN));
+  }
+  SmallVector<Value> accumulators;
+  for (Value r : rows)
+    for (Value c : cols)
+      accumulators.push_back(access.read(p.c, r, c, cType, false));
+
+  AffineExpr d0 = b.getAffineDimExpr(0);
+  Value blockRow = affine::AffineApplyOp::create(b, loc, d0 * T::blockM,
+                                                 ValueRange{tile.blockRow});
+  Value blockCol = affine::AffineApplyOp::create(b, loc, d0 * T::blockN,
+                                                 ValueRange{tile.blockCol});
+  auto copyStage = [&](OpBuilder &nb, Value k, Value stage) {
+    emitBlockCopy(
+        nb, loc,
+        stagedTerms(p.a, tile.batch, aTermsDown, blockRow, T::blockM, k),
+        staged.aTile, thread, T::threads, stage);
+    emitBlockCopy(
+        nb, loc,
+        stagedTerms(p.b, tile.batch, bTermsDown, blockCol, T::blockN, k),
+        staged.bTile, thread, T::threads, stage);
+  };
+  AffineExpr k = b.getAffineDimExpr(0), kEnd = b.getAffineSymbolExpr(0);
   auto terms = scf::ForOp::create(
-      b, loc, constantIndex(b, loc, 0), kEnd, constantIndex(b, loc, T::fragK),
-      accumulators,
-      [&](OpBuilder &nested, Location, Value kk, ValueRange sums) {
-        FragmentAccess inner{nested, loc, access.batch};
-        SmallVector<Value> as, bs;
-        for (Value r : rows)
-          as.push_back(p.transposedA ? inner.read(p.a, kk, r, aType, true)
-                                     : inner.read(p.a, r, kk, aType, false));
-        for (Value c : cols)
-          bs.push_back(p.transposedB ? inner.read(p.b, c, kk, bType, false)
-                                     : inner.read(p.b, kk, c, bType, true));
-        SmallVector<Value> next;
-        for (auto [i, a] : llvm::enumerate(as))
-          for (auto [j, bf] : llvm::enumerate(bs))
-            next.push_back(vector::ContractionOp::create(
-                nested, loc, a, bf, sums[i * bs.size() + j], maps, iterators));
-        scf::YieldOp::create(nested, loc, next);
+      b, loc, constantIndex(b, loc, 0), tile.kEnd,
+      constantIndex(b, loc, T::stepK), accumulators,
+      [&](OpBuilder &nested, Location, Value k0, ValueRange sums) {
+        auto apply = [&](AffineExpr e) -> Value {
+          return affine::AffineApplyOp::create(nested, loc, e, k0);
+        };
+        Value stage = apply(k.floorDiv(T::stepK) % T::stages);
+        // The first terms, before the first step reads them.
+        Value first = arith::CmpIOp::create(nested, loc,
+                                            arith::CmpIPredicate::eq, k0,
+                                            constantIndex(nested, loc, 0));
+        auto prologue = scf::IfOp::create(nested, loc, first);
+        OpBuilder::InsertionGuard guard(nested);
+        nested.setInsertionPointToStart(prologue.thenBlock());
+        copyStage(nested, k0, stage);
+        nested.setInsertionPointAfter(prologue);
+        // The next terms into the other stage; the last step copies its
+        // own terms again, so that every step copies as many (on the GPU,
+        // two groups of asynchronous copies, which the barrier leaves
+        // pending).
+        Value next = affine::AffineMinOp::create(
+            nested, loc,
+            AffineMap::get(1, 1, {k + T::stepK, kEnd - T::stepK},
+                           nested.getContext()),
+            ValueRange{k0, tile.kEnd});
+        copyStage(nested, next, apply((k.floorDiv(T::stepK) + 1) % T::stages));
+        emitBarrierAfterCopies(nested, loc, /*pending=*/2);
+        // The steps over the staged terms as a loop, not unrolled: under
+        // cuda-on-host each contraction becomes scalar code.
+        auto steps = scf::ForOp::create(
+            nested, loc, constantIndex(nested, loc, 0),
+            constantIndex(nested, loc, T::stepK),
+            constantIndex(nested, loc, T::fragK), sums,
+            [&](OpBuilder &inner, Location, Value kk, ValueRange partial) {
+              emitFragmentProducts(inner, loc, p, staged, stage, localRows,
+                                   localCols, kk, partial);
+            });
+        // No thread copies the next terms over these before every warp
+        // has read them.
+        gpu::BarrierOp::create(nested, loc);
+        scf::YieldOp::create(nested, loc, steps.getResults());
       });
   for (auto [i, r] : llvm::enumerate(rows))
     for (auto [j, c] : llvm::enumerate(cols))
@@ -170,24 +291,28 @@ void emitWarpTile(FragmentAccess &access, const MatmulOperands &p, Value row,
 }
 
 /// What a block's threads do: warp (thread y, thread z) of the block takes
-/// its 32x32 tile of C; the lanes (thread x) are divided later.
+/// its 32x32 tile of C; the lanes (thread x) share the block copies and
+/// divide the warp's fragments later.
 void emitWarpTiles(OpBuilder &b, Location loc, const MatmulOperands &p,
                    const BlockTile &tile) {
   using T = Tiles;
   using gpu::Processor;
-  AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
-  auto at = [&](Value blockIndex, int64_t blockSize, Value warpIndex,
-                int64_t warpSize) -> Value {
-    return affine::AffineApplyOp::create(b, loc,
-                                         d0 * blockSize + d1 * warpSize,
-                                         ValueRange{blockIndex, warpIndex});
+  AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1),
+             d2 = b.getAffineDimExpr(2);
+  auto apply = [&](AffineExpr e, ValueRange operands) -> Value {
+    return affine::AffineApplyOp::create(b, loc, e, operands);
   };
-  Value row = at(tile.blockRow, T::blockM, tile.thread(Processor::ThreadZ),
-                 T::warpM);
-  Value col = at(tile.blockCol, T::blockN, tile.thread(Processor::ThreadY),
-                 T::warpN);
+  Value lane = tile.thread(Processor::ThreadX);
+  Value warpN = tile.thread(Processor::ThreadY);
+  Value warpM = tile.thread(Processor::ThreadZ);
+  Value localRow = apply(d0 * T::warpM, warpM);
+  Value localCol = apply(d0 * T::warpN, warpN);
+  Value row = apply(d0 * T::blockM + d1, {tile.blockRow, localRow});
+  Value col = apply(d0 * T::blockN + d1, {tile.blockCol, localCol});
+  Value thread = apply(d0 + d1 * kWarpSize + d2 * (kWarpSize * T::warpsN),
+                       {lane, warpN, warpM});
   FragmentAccess access{b, loc, tile.batch};
-  emitWarpTile(access, p, row, col, tile.kEnd);
+  emitWarpTile(access, p, tile, row, col, localRow, localCol, thread);
 }
 
 struct GpuTensorCoreProductsPass
@@ -197,7 +322,7 @@ struct GpuTensorCoreProductsPass
     using gpu::Processor;
     BlockedKernel kernel{T::blockM,
                          T::blockN,
-                         T::fragK,
+                         T::stepK,
                          {{Processor::ThreadX, kWarpSize},
                           {Processor::ThreadY, T::warpsN},
                           {Processor::ThreadZ, T::warpsM}},
@@ -259,6 +384,20 @@ struct GpuMmaSyncPass : impl::AttnGpuMmaSyncBase<GpuMmaSyncPass> {
     });
     if (left.wasInterrupted())
       return failure();
+    // The steps over a block's staged terms, a loop on the host, unrolled
+    // here: a step's shared-memory reads can then overlap the previous
+    // step's products.
+    SmallVector<scf::ForOp> steps;
+    root->walk([&](scf::ForOp loop) {
+      std::optional<APInt> trips = loop.getStaticTripCount();
+      bool products = !loop.getBody()->getOps<nvgpu::MmaSyncOp>().empty();
+      if (products && trips &&
+          trips->getSExtValue() <= Tiles::stepK / Tiles::fragK)
+        steps.push_back(loop);
+    });
+    for (scf::ForOp loop : steps)
+      if (failed(loopUnrollFull(loop)))
+        return failure();
     // The tensor cores take an f32 operand's sign, exponent and leading 10
     // mantissa bits (TF32).
     root->walk([](nvgpu::MmaSyncOp mma) {

@@ -214,6 +214,8 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
 static void buildGpuLLVMPipeline(OpPassManager &pm, llvm::StringRef chip) {
   // Warp-level products (--precision tf32) to mma.sync while they are
   // still structured loops.
+  // The tiles a block's threads share, in shared memory.
+  pm.addNestedPass<gpu::GPUModuleOp>(createAttnGpuSharedTiles());
   pm.addNestedPass<gpu::GPUModuleOp>(createAttnGpuMmaSync());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
   pm.addPass(createSCFToControlFlowPass());

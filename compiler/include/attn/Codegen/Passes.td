@@ -250,17 +250,21 @@ def AttnGpuTensorCoreProducts
   let summary = "Matrix products as kernels of warp-level 16x8 tiles for "
                 "the tensor cores (GPU target, --precision tf32)";
   let description = [{
-    Input: linalg on buffers (GPU target). Each 2-D f32 matrix product
-    C += A B (A [M, K] or [K, M], B [K, N] or [N, K]) becomes a parallel
-    loop over 64x64 blocks of C holding a parallel loop over (lane, warp n,
-    warp m) marked `attn.warp_lanes`, whose body computes a warp's 32x32
-    tile as `vector.contract`s of 16x8x8 fragments read with
-    `vector.transfer_read`, K in steps of 8; the rows and columns no whole
-    block covers and the last K mod 8 terms stay linalg products on views.
+    Input: linalg on buffers (GPU target). Each f32 matrix product
+    C += A B (A [M, K] or [K, M], B [K, N] or [N, K]; or a batch of them)
+    becomes one parallel loop over 64x64 blocks of C and each block's
+    (lane, warp n, warp m) threads, named by `attn.warp_tiles`. Over K in
+    steps of 32 the block's threads copy its rows of A and columns of B
+    into shared tiles (GpuSharedTiles.h) and each warp adds its 32x32 tile's
+    `vector.contract`s of 16x8x8 fragments read from them with
+    `vector.transfer_read`, 8 terms at a time; the rows and columns no
+    whole block covers and the last K mod 32 terms stay linalg products on
+    views.
     attn-gpu-map-loops maps the two loops to blocks and threads;
     attn-gpu-mma-sync makes the contractions mma.sync.
   }];
   let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
@@ -269,22 +273,30 @@ def AttnGpuTensorCoreProducts
 
 def AttnGpuSimtProducts
     : Pass<"attn-gpu-simt-products", "::mlir::func::FuncOp"> {
-  let summary = "f32 matrix products as kernels of 4x4 tiles of C per "
-                "thread (GPU target, --precision f32)";
+  let summary = "f32 matrix products as kernels of 8x8 or 4x4 tiles of C "
+                "per thread (GPU target, --precision f32)";
   let description = [{
     Input: linalg on buffers (GPU target). Each f32 matrix product
     C += A B (A [M, K] or [K, M], B [K, N] or [N, K]; or a batch of them)
-    becomes one parallel loop over 64x64 blocks of C and each block's
+    becomes one parallel loop over 128x128 blocks of C and each block's
     16 x 16 threads, named by `attn.thread_tiles`, whose threads each keep
-    a 4 x 4 tile of C (rows y + 16 i, columns x + 16 j) in registers and
-    add one term of K at a time (multiply-adds that may contract); the rows and
-    columns no whole block covers stay linalg products on views.
+    an 8 x 8 tile of C (rows 8 y + i, columns 8 x + j) in registers; the
+    products on views it leaves, and the products with fewer than 128 rows
+    or columns, then get kernels of 64x64 blocks the same way (4 x 4 per
+    thread). Over K in steps of 32 the block's threads copy its rows of A
+    and columns of B into shared tiles held term by term
+    (GpuSharedTiles.h), and each thread reads its rows and columns of a
+    term as vectors of 4 and adds them (multiply-adds that may contract);
+    the rows and columns no whole block of 64 covers and the last K mod 32
+    terms stay linalg products on views.
     attn-gpu-map-loops maps the loop to blocks and threads as it stands.
   }];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def AttnGpuFewRowProducts
@@ -327,6 +339,34 @@ def AttnGpuMmaSync : Pass<"attn-gpu-mma-sync", "::mlir::gpu::GPUModuleOp"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::vector::VectorDialect"];
+}
+
+def AttnGpuSharedTiles
+    : Pass<"attn-gpu-shared-tiles", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Puts the tiles a kernel's block shares in the GPU's shared "
+                "memory";
+  let description = [{
+    Input: outlined kernels. A tiled kernel's tile that its block's threads
+    share (a `memref.alloca` marked `attn.shared_tile`, GpuSharedTiles.h)
+    becomes a workgroup attribution of its `gpu.func` (shared memory, one
+    per block, 16-byte aligned), cast to the alloca's type where the alloca
+    was. Each block copy (`scf.for` marked `attn.block_copy`, from the
+    thread's index in the block in steps of the block's thread count) gets
+    a loop of constant trip count, which LLVM unrolls. In a kernel with
+    barriers marked `attn.await_copies = N` (one that copies the next
+    stage's terms while it reads this one's), each block copy that loads
+    an element or a vector and stores it into a tile becomes
+    `nvgpu.device_async_copy`s (cp.async), every block copy is followed by
+    `nvvm.cp.async.commit.group`, and each such barrier is preceded by
+    `nvvm.cp.async.wait.group N`.
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def AttnGpuElideHostWaits
@@ -403,7 +443,11 @@ def AttnGpuLoopsOnHost : Pass<"attn-gpu-loops-on-host", "::mlir::func::FuncOp"> 
     `memref.copy`); the parallel loops mapped to blocks and threads are left
     for the CPU's lowering, which runs them in order (a kernel written per
     warp, `attn.warp_tiles`, with one lane: its body does the whole warp's
-    work). The target
+    work). A tile a block shares (GpuSharedTiles.h) is allocated once
+    before its kernel, each of its block copies runs whole in every
+    thread's iteration, and the barriers go: a thread runs its whole body
+    before the next starts, so it must fill the tiles it reads itself. The
+    target
     `cuda-on-host` compiles a model this way, so that the GPU target's loop
     structure (what runs where, in which order, reading which buffers) is
     checked numerically on any machine; the kernels' own code generation
