@@ -146,19 +146,40 @@ Value allocateStages(OpBuilder &b, Location loc, bool termsDown,
   return allocateSharedTile(b, loc, side, paddedColumns(T::stepK), T::stages);
 }
 
-/// A block's shared tiles of A and B.
+/// A block's shared tiles of A and B, each of two stages in its operand's
+/// own orientation, and what the block copies into them.
 struct StagedOperands {
+  const MatmulOperands &p;
+  const BlockTile &tile;
+  /// The block's first row of A and column of B, and the thread's index
+  /// in the block.
+  Value blockRow, blockCol, thread;
+  bool aTermsDown, bTermsDown;
   Value aTile, bTile;
+
+  /// The block's copies of the terms from `k` into stage `stage`.
+  void copy(OpBuilder &b, Location loc, Value k, Value stage) const {
+    using T = Tiles;
+    emitBlockCopy(
+        b, loc,
+        stagedTerms(p.a, tile.batch, aTermsDown, blockRow, T::blockM, k),
+        aTile, thread, T::threads, stage);
+    emitBlockCopy(
+        b, loc,
+        stagedTerms(p.b, tile.batch, bTermsDown, blockCol, T::blockN, k),
+        bTile, thread, T::threads, stage);
+  }
 };
 
 /// A warp's contractions of the fragments of the terms from `kk` (fragK
 /// of them) that stage `stage` of the shared tiles holds into its `sums`,
 /// yielded.
-void emitFragmentProducts(OpBuilder &b, Location loc, const MatmulOperands &p,
+void emitFragmentProducts(OpBuilder &b, Location loc,
                           const StagedOperands &staged, Value stage,
                           ArrayRef<Value> localRows, ArrayRef<Value> localCols,
                           Value kk, ValueRange sums) {
   using T = Tiles;
+  const MatmulOperands &p = staged.p;
   MLIRContext *context = b.getContext();
   Type f32 = b.getF32Type();
   auto aType = VectorType::get({T::fragM, T::fragK}, f32);
@@ -195,6 +216,51 @@ void emitFragmentProducts(OpBuilder &b, Location loc, const MatmulOperands &p,
   scf::YieldOp::create(b, loc, next);
 }
 
+/// One step over K of a warp's sums, from term `k0`: the next terms
+/// copied into the other stage, the barrier, the warp's products of this
+/// stage's fragments, the barrier after them. Returns the new sums.
+ValueRange emitStep(OpBuilder &b, Location loc, const StagedOperands &staged,
+                    Value k0, ArrayRef<Value> localRows,
+                    ArrayRef<Value> localCols, ValueRange sums) {
+  using T = Tiles;
+  AffineExpr k = b.getAffineDimExpr(0), kEnd = b.getAffineSymbolExpr(0);
+  auto apply = [&](AffineExpr e) -> Value {
+    return affine::AffineApplyOp::create(b, loc, e, k0);
+  };
+  Value stage = apply(k.floorDiv(T::stepK) % T::stages);
+  // The first terms, before the first step reads them.
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k0,
+                                      constantIndex(b, loc, 0));
+  auto prologue = scf::IfOp::create(b, loc, first);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(prologue.thenBlock());
+    staged.copy(b, loc, k0, stage);
+  }
+  // The next terms into the other stage; the last step copies its own
+  // terms again, so that every step copies as many (on the GPU, two groups
+  // of asynchronous copies, which the barrier leaves pending).
+  Value next = affine::AffineMinOp::create(
+      b, loc,
+      AffineMap::get(1, 1, {k + T::stepK, kEnd - T::stepK}, b.getContext()),
+      ValueRange{k0, staged.tile.kEnd});
+  staged.copy(b, loc, next, apply((k.floorDiv(T::stepK) + 1) % T::stages));
+  emitBarrierAfterCopies(b, loc, /*pending=*/2);
+  // The steps over the staged terms as a loop, not unrolled: under
+  // cuda-on-host each contraction becomes scalar code.
+  auto steps = scf::ForOp::create(
+      b, loc, constantIndex(b, loc, 0), constantIndex(b, loc, T::stepK),
+      constantIndex(b, loc, T::fragK), sums,
+      [&](OpBuilder &inner, Location, Value kk, ValueRange partial) {
+        emitFragmentProducts(inner, loc, staged, stage, localRows, localCols,
+                             kk, partial);
+      });
+  // No thread copies the next terms over these before every warp has read
+  // them.
+  gpu::BarrierOp::create(b, loc);
+  return steps.getResults();
+}
+
 /// One warp's tile of C at (`row`, `col`) of C, (`localRow`, `localCol`)
 /// of the block's: its fragments read, the first `kEnd` terms of A B added
 /// and written back. The block stages stepK terms of its rows of A and
@@ -208,9 +274,18 @@ void emitWarpTile(FragmentAccess &access, const MatmulOperands &p,
   OpBuilder &b = access.b;
   Location loc = access.loc;
   auto cType = VectorType::get({T::fragM, T::fragN}, b.getF32Type());
+  AffineExpr d0 = b.getAffineDimExpr(0);
   bool aTermsDown = p.transposedA, bTermsDown = !p.transposedB;
-  StagedOperands staged{allocateStages(b, loc, aTermsDown, T::blockM),
-                        allocateStages(b, loc, bTermsDown, T::blockN)};
+  StagedOperands staged{
+      p,
+      tile,
+      affine::AffineApplyOp::create(b, loc, d0 * T::blockM, tile.blockRow),
+      affine::AffineApplyOp::create(b, loc, d0 * T::blockN, tile.blockCol),
+      thread,
+      aTermsDown,
+      bTermsDown,
+      allocateStages(b, loc, aTermsDown, T::blockM),
+      allocateStages(b, loc, bTermsDown, T::blockN)};
 
   SmallVector<Value> rows, cols, localRows, localCols;
   for (int64_t i = 0; i < T::fragsM; ++i) {
@@ -226,64 +301,13 @@ void emitWarpTile(FragmentAccess &access, const MatmulOperands &p,
     for (Value c : cols)
       accumulators.push_back(access.read(p.c, r, c, cType, false));
 
-  AffineExpr d0 = b.getAffineDimExpr(0);
-  Value blockRow = affine::AffineApplyOp::create(b, loc, d0 * T::blockM,
-                                                 ValueRange{tile.blockRow});
-  Value blockCol = affine::AffineApplyOp::create(b, loc, d0 * T::blockN,
-                                                 ValueRange{tile.blockCol});
-  auto copyStage = [&](OpBuilder &nb, Value k, Value stage) {
-    emitBlockCopy(
-        nb, loc,
-        stagedTerms(p.a, tile.batch, aTermsDown, blockRow, T::blockM, k),
-        staged.aTile, thread, T::threads, stage);
-    emitBlockCopy(
-        nb, loc,
-        stagedTerms(p.b, tile.batch, bTermsDown, blockCol, T::blockN, k),
-        staged.bTile, thread, T::threads, stage);
-  };
-  AffineExpr k = b.getAffineDimExpr(0), kEnd = b.getAffineSymbolExpr(0);
   auto terms = scf::ForOp::create(
       b, loc, constantIndex(b, loc, 0), tile.kEnd,
       constantIndex(b, loc, T::stepK), accumulators,
       [&](OpBuilder &nested, Location, Value k0, ValueRange sums) {
-        auto apply = [&](AffineExpr e) -> Value {
-          return affine::AffineApplyOp::create(nested, loc, e, k0);
-        };
-        Value stage = apply(k.floorDiv(T::stepK) % T::stages);
-        // The first terms, before the first step reads them.
-        Value first = arith::CmpIOp::create(nested, loc,
-                                            arith::CmpIPredicate::eq, k0,
-                                            constantIndex(nested, loc, 0));
-        auto prologue = scf::IfOp::create(nested, loc, first);
-        OpBuilder::InsertionGuard guard(nested);
-        nested.setInsertionPointToStart(prologue.thenBlock());
-        copyStage(nested, k0, stage);
-        nested.setInsertionPointAfter(prologue);
-        // The next terms into the other stage; the last step copies its
-        // own terms again, so that every step copies as many (on the GPU,
-        // two groups of asynchronous copies, which the barrier leaves
-        // pending).
-        Value next = affine::AffineMinOp::create(
-            nested, loc,
-            AffineMap::get(1, 1, {k + T::stepK, kEnd - T::stepK},
-                           nested.getContext()),
-            ValueRange{k0, tile.kEnd});
-        copyStage(nested, next, apply((k.floorDiv(T::stepK) + 1) % T::stages));
-        emitBarrierAfterCopies(nested, loc, /*pending=*/2);
-        // The steps over the staged terms as a loop, not unrolled: under
-        // cuda-on-host each contraction becomes scalar code.
-        auto steps = scf::ForOp::create(
-            nested, loc, constantIndex(nested, loc, 0),
-            constantIndex(nested, loc, T::stepK),
-            constantIndex(nested, loc, T::fragK), sums,
-            [&](OpBuilder &inner, Location, Value kk, ValueRange partial) {
-              emitFragmentProducts(inner, loc, p, staged, stage, localRows,
-                                   localCols, kk, partial);
-            });
-        // No thread copies the next terms over these before every warp
-        // has read them.
-        gpu::BarrierOp::create(nested, loc);
-        scf::YieldOp::create(nested, loc, steps.getResults());
+        scf::YieldOp::create(nested, loc,
+                             emitStep(nested, loc, staged, k0, localRows,
+                                      localCols, sums));
       });
   for (auto [i, r] : llvm::enumerate(rows))
     for (auto [j, c] : llvm::enumerate(cols))

@@ -212,10 +212,11 @@ static void buildGpuLoopsPipeline(OpPassManager &pm, bool onHost,
 /// the CUDA driver's JIT), host code to LLVM calling the GPU runtime
 /// functions libattnrt implements over the driver.
 static void buildGpuLLVMPipeline(OpPassManager &pm, llvm::StringRef chip) {
+  // The tiles a block's threads share, in shared memory, their copies
+  // asynchronous where the kernel copies one stage while it reads another.
+  pm.addNestedPass<gpu::GPUModuleOp>(createAttnGpuSharedTiles());
   // Warp-level products (--precision tf32) to mma.sync while they are
   // still structured loops.
-  // The tiles a block's threads share, in shared memory.
-  pm.addNestedPass<gpu::GPUModuleOp>(createAttnGpuSharedTiles());
   pm.addNestedPass<gpu::GPUModuleOp>(createAttnGpuMmaSync());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
   pm.addPass(createSCFToControlFlowPass());
