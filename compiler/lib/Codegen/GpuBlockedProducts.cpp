@@ -139,6 +139,15 @@ void emitKernel(OpBuilder &b, Location loc, const MatmulOperands &p,
 
 } // namespace
 
+TileSource stagedTerms(const MatmulOperands &p, Value operand,
+                       ArrayRef<Value> batch, Value first, int64_t side,
+                       Value k, int64_t terms) {
+  SmallVector<Value> at(batch);
+  if (holdsTermsDown(p, operand))
+    return {operand, at, k, first, terms, side};
+  return {operand, at, first, k, side, terms};
+}
+
 SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>>
 collectBlockableProducts(func::FuncOp func) {
   SmallVector<std::pair<linalg::LinalgOp, MatmulOperands>> products;

@@ -22,6 +22,7 @@
 #ifndef ATTN_LIB_CODEGEN_GPUBLOCKEDPRODUCTS_H
 #define ATTN_LIB_CODEGEN_GPUBLOCKEDPRODUCTS_H
 
+#include "GpuSharedTiles.h"
 #include "MatmulMatch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -61,6 +62,19 @@ struct BlockedKernel {
                      const MatmulOperands &, const BlockTile &)>
       emitBlock;
 };
+
+/// Whether `operand` (A or B of `p`) holds a term of the product per row:
+/// A stored [K, M], B stored [K, N].
+inline bool holdsTermsDown(const MatmulOperands &p, mlir::Value operand) {
+  return operand == p.a ? p.transposedA : !p.transposedB;
+}
+
+/// What a block stages of `operand` (A or B of `p`) for the `terms` terms
+/// from `k`: its `side` rows of A or columns of B from `first`, at the
+/// batch element `batch`, as the operand stores them.
+TileSource stagedTerms(const MatmulOperands &p, mlir::Value operand,
+                       llvm::ArrayRef<mlir::Value> batch, mlir::Value first,
+                       int64_t side, mlir::Value k, int64_t terms);
 
 /// The f32 products of `func` a kernel of whole tiles can take, each
 /// operand its own buffer (the views replace A, B and C by position).

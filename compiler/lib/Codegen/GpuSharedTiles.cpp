@@ -12,7 +12,6 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -28,10 +27,6 @@ using namespace mlir;
 namespace attn {
 #define GEN_PASS_DEF_ATTNGPUSHAREDTILES
 #include "attn/Codegen/Passes.h.inc"
-
-/// The bytes of a vector of 4 f32, the widest load of a GPU thread.
-constexpr int64_t kVectorBytes = 16;
-constexpr int64_t kVectorWidth = 4;
 
 Value allocateSharedTile(OpBuilder &b, Location loc, int64_t rows,
                          int64_t columns, int64_t stages) {
@@ -97,13 +92,15 @@ void emitCopyLoop(OpBuilder &b, Location loc, const TileSource &from,
         at.push_back(apply(row + base, ValueRange{piece, from.row}));
         at.push_back(apply(column + base, ValueRange{piece, from.column}));
         // Where element i of the piece goes in the tile.
+        Value tileRow = apply(row, piece), tileColumn = apply(column, piece);
         auto to = [&](int64_t i) -> SmallVector<Value> {
-          Value r = apply(row, piece), c = apply(column + i, piece);
+          Value c = i == 0 ? tileColumn
+                           : apply(nb.getAffineDimExpr(0) + i, tileColumn);
           SmallVector<Value> indices;
           if (stage)
             indices.push_back(stage);
-          indices.append(from.transposed ? SmallVector<Value>{c, r}
-                                         : SmallVector<Value>{r, c});
+          indices.append(from.transposed ? SmallVector<Value>{c, tileRow}
+                                         : SmallVector<Value>{tileRow, c});
           return indices;
         };
         llvm::MaybeAlign align(kVectorBytes);

@@ -32,6 +32,10 @@
 
 namespace attn {
 
+/// The widest load of a GPU thread: a vector of 4 f32, 16 bytes (block
+/// copies read such vectors where aligned; tiles are 16-byte aligned).
+inline constexpr int64_t kVectorWidth = 4, kVectorBytes = 16;
+
 /// Marks a `memref.alloca` the block's threads share.
 inline constexpr llvm::StringLiteral kSharedTileAttr = "attn.shared_tile";
 

@@ -54,7 +54,7 @@ struct ThreadTiles {
   /// A shared tile's row: the block's rows of A or columns of B for one
   /// term, and 4 more, so that rows start 16-byte aligned (a thread reads
   /// its elements as vectors of 4).
-  int64_t tileRow() const { return blockSide() + 4; }
+  int64_t tileRow() const { return blockSide() + kVectorWidth; }
 };
 
 /// Blocks of 128 x 128 first (8 x 8 per thread: 4 vector reads from
@@ -73,15 +73,14 @@ SmallVector<Value> at(ArrayRef<Value> batch, Value first, Value second) {
 /// read as vectors of 4.
 SmallVector<Value> readRun(OpBuilder &b, Location loc, Value tile, Value k,
                            Value first, int64_t count) {
-  constexpr int64_t width = 4;
-  auto type = VectorType::get({width}, b.getF32Type());
+  auto type = VectorType::get({kVectorWidth}, b.getF32Type());
   SmallVector<Value> elements;
-  for (int64_t v = 0; v < count; v += width) {
+  for (int64_t v = 0; v < count; v += kVectorWidth) {
     Value at = affine::AffineApplyOp::create(
         b, loc, b.getAffineDimExpr(0) + v, ValueRange{first});
     Value four = vector::LoadOp::create(b, loc, type, tile, ValueRange{k, at},
-                                        false, llvm::MaybeAlign(16));
-    for (int64_t i = 0; i < width; ++i)
+                                        false, llvm::MaybeAlign(kVectorBytes));
+    for (int64_t i = 0; i < kVectorWidth; ++i)
       elements.push_back(vector::ExtractOp::create(b, loc, four, i));
   }
   return elements;
@@ -152,20 +151,18 @@ void emitThreadTile(OpBuilder &b, Location loc, const ThreadTiles &t,
   auto terms = scf::ForOp::create(
       b, loc, zero, tile.kEnd, step, sums,
       [&](OpBuilder &nb, Location, Value k0, ValueRange partial) {
-        // A [M, K] and B [N, K] are transposed into the tiles; A stored
-        // [K, M] and B [K, N] are held term by term already.
-        TileSource a = p.transposedA
-                           ? TileSource{p.a, tile.batch, k0, blockRow,
-                                        T::stepK, side}
-                           : TileSource{p.a, tile.batch, blockRow, k0, side,
-                                        T::stepK, true};
-        TileSource bSource = p.transposedB
-                                 ? TileSource{p.b, tile.batch, blockCol, k0,
-                                              side, T::stepK, true}
-                                 : TileSource{p.b, tile.batch, k0, blockCol,
-                                              T::stepK, side};
-        emitBlockCopy(nb, loc, a, aTile, thread, T::threads);
-        emitBlockCopy(nb, loc, bSource, bTile, thread, T::threads);
+        // The tiles hold a term per row: A [M, K] and B [N, K] are
+        // transposed on the way, A stored [K, M] and B [K, N] already are.
+        auto termByTerm = [&](Value operand, Value first) {
+          TileSource from = stagedTerms(p, operand, tile.batch, first, side,
+                                        k0, T::stepK);
+          from.transposed = !holdsTermsDown(p, operand);
+          return from;
+        };
+        emitBlockCopy(nb, loc, termByTerm(p.a, blockRow), aTile, thread,
+                      T::threads);
+        emitBlockCopy(nb, loc, termByTerm(p.b, blockCol), bTile, thread,
+                      T::threads);
         gpu::BarrierOp::create(nb, loc);
         auto stepTerms = scf::ForOp::create(
             nb, loc, zero, step, one, partial,

@@ -125,19 +125,8 @@ int64_t paddedColumns(int64_t columns) {
   return columns == Tiles::stepK ? columns + 4 : columns + 8;
 }
 
-/// The part of `operand` a block stages for the terms from `k`: its `side`
-/// rows of A or columns of B from `first`, in the operand's own
-/// orientation (`termsDown`: a term per row, as A stored [K, M] and B
-/// stored [K, N]).
-TileSource stagedTerms(Value operand, ArrayRef<Value> batch, bool termsDown,
-                       Value first, int64_t side, Value k) {
-  SmallVector<Value> at(batch);
-  if (termsDown)
-    return {operand, at, k, first, Tiles::stepK, side};
-  return {operand, at, first, k, side, Tiles::stepK};
-}
-
-/// The shared tiles of two stages holding the terms stagedTerms takes.
+/// The shared tiles of two stages holding what stagedTerms takes of an
+/// operand, as the operand stores it.
 Value allocateStages(OpBuilder &b, Location loc, bool termsDown,
                      int64_t side) {
   using T = Tiles;
@@ -154,7 +143,6 @@ struct StagedOperands {
   /// The block's first row of A and column of B, and the thread's index
   /// in the block.
   Value blockRow, blockCol, thread;
-  bool aTermsDown, bTermsDown;
   Value aTile, bTile;
 
   /// The block's copies of the terms from `k` into stage `stage`.
@@ -162,11 +150,11 @@ struct StagedOperands {
     using T = Tiles;
     emitBlockCopy(
         b, loc,
-        stagedTerms(p.a, tile.batch, aTermsDown, blockRow, T::blockM, k),
+        stagedTerms(p, p.a, tile.batch, blockRow, T::blockM, k, T::stepK),
         aTile, thread, T::threads, stage);
     emitBlockCopy(
         b, loc,
-        stagedTerms(p.b, tile.batch, bTermsDown, blockCol, T::blockN, k),
+        stagedTerms(p, p.b, tile.batch, blockCol, T::blockN, k, T::stepK),
         bTile, thread, T::threads, stage);
   }
 };
@@ -275,17 +263,14 @@ void emitWarpTile(FragmentAccess &access, const MatmulOperands &p,
   Location loc = access.loc;
   auto cType = VectorType::get({T::fragM, T::fragN}, b.getF32Type());
   AffineExpr d0 = b.getAffineDimExpr(0);
-  bool aTermsDown = p.transposedA, bTermsDown = !p.transposedB;
   StagedOperands staged{
       p,
       tile,
       affine::AffineApplyOp::create(b, loc, d0 * T::blockM, tile.blockRow),
       affine::AffineApplyOp::create(b, loc, d0 * T::blockN, tile.blockCol),
       thread,
-      aTermsDown,
-      bTermsDown,
-      allocateStages(b, loc, aTermsDown, T::blockM),
-      allocateStages(b, loc, bTermsDown, T::blockN)};
+      allocateStages(b, loc, holdsTermsDown(p, p.a), T::blockM),
+      allocateStages(b, loc, holdsTermsDown(p, p.b), T::blockN)};
 
   SmallVector<Value> rows, cols, localRows, localCols;
   for (int64_t i = 0; i < T::fragsM; ++i) {
