@@ -131,11 +131,17 @@ def host_cpu_flags():
         pass
     return set()
 
+if "avx512f" in host_cpu_flags():
+    config.available_features.add("avx512f")
 if "avx512_bf16" in host_cpu_flags() and "avx512f" in host_cpu_flags():
     config.available_features.add("avx512bf16")
 # (`REQUIRES: avx512vnni`: attnc --weights int8's vpdpwssd row products)
 if "avx512_vnni" in host_cpu_flags() and "avx512f" in host_cpu_flags():
     config.available_features.add("avx512vnni")
+
+# (`REQUIRES: amx-bf16`: --precision bf16's products on AMX tiles)
+if {"amx_tile", "amx_bf16"} <= host_cpu_flags():
+    config.available_features.add("amx-bf16")
 
 # Numerical tests of GPU builds (`REQUIRES: cuda-gpu`) run where the CUDA
 # driver is installed and sees a GPU (nvidia-smi lists one); lit reports

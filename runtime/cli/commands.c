@@ -162,7 +162,10 @@ int attn_cmd_info(cli *c) {
   print_weight_format(m);
   if (m->precision == ATTN_PRECISION_BF16)
     printf("precision: bf16 products (operands rounded to bf16, f32 "
-           "accumulation; AVX512-BF16)\n");
+           "accumulation; %s)\n",
+           m->amx_tiles == ATTN_AMX_TILES      ? "AMX tiles"
+           : m->amx_tiles == ATTN_AMX_EMULATED ? "AMX tiles, emulated"
+                                               : "AVX512-BF16");
   if (m->precision == ATTN_PRECISION_TF32)
     printf("precision: tf32 products (tensor cores read 10 mantissa bits, "
            "f32 accumulation)\n");

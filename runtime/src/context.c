@@ -7,10 +7,36 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#define _DEFAULT_SOURCE /* syscall */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Linux keeps AMX's tile data off in a process until it asks for it
+ * (arch_prctl, Linux 5.16 on); the permission then holds for all of the
+ * process's threads. */
+#define ATTN_ARCH_REQ_XCOMP_PERM 0x1023
+#define ATTN_XFEATURE_XTILEDATA 18
+
+/* Whether the CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7: EDX bits 24
+ * and 22) and Linux lets this process use the tiles. */
+static int enable_amx_tiles(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) ||
+      !(d >> 22 & 1))
+    return 0;
+  return syscall(SYS_arch_prctl, ATTN_ARCH_REQ_XCOMP_PERM,
+                 ATTN_XFEATURE_XTILEDATA) == 0;
+}
+#else
+static int enable_amx_tiles(void) { return 0; }
+#endif
 
 static void *default_alloc(void *user, size_t size, size_t alignment) {
   (void)user;
@@ -143,12 +169,16 @@ static attn_status check_model(const attn_model_info *m) {
       m->weight_format > ATTN_WEIGHTS_INT8 || m->num_weight_elements < 0 ||
       m->num_scale_elements < 0 || m->precision < ATTN_PRECISION_F32 ||
       m->precision > ATTN_PRECISION_TF32 ||
-      (m->int8_row_bits != 0 && m->int8_row_bits != 16))
+      (m->int8_row_bits != 0 && m->int8_row_bits != 16) ||
+      m->amx_tiles < ATTN_AMX_OFF || m->amx_tiles > ATTN_AMX_EMULATED ||
+      (m->amx_tiles != ATTN_AMX_OFF && m->precision != ATTN_PRECISION_BF16))
     return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "malformed model table");
 #if defined(__x86_64__)
-  /* Its products are vdpbf16ps instructions: refuse, rather than stop on an
-   * illegal instruction in the first call. */
+  /* Its products are vdpbf16ps instructions (or AMX tiles, whose CPUs all
+   * have them): refuse, rather than stop on an illegal instruction in the
+   * first call. The emulated AMX kernel needs only AVX-512. */
   if (m->precision == ATTN_PRECISION_BF16 &&
+      m->amx_tiles != ATTN_AMX_EMULATED &&
       !__builtin_cpu_supports("avx512bf16"))
     return attn_fail(ATTN_ERR_UNSUPPORTED,
                      "model '%s' was built with --precision bf16, which "
@@ -212,6 +242,15 @@ attn_status attn_ctx_create(const attn_model_info *model,
   attn_status st = check_model(model);
   if (st)
     return st;
+  /* Its products run on AMX tiles: refuse, rather than stop on an illegal
+   * instruction in the first call. */
+  if (model->amx_tiles == ATTN_AMX_TILES && !enable_amx_tiles())
+    return attn_fail(ATTN_ERR_UNSUPPORTED,
+                     "model '%s' was built with --precision bf16 for a CPU "
+                     "with AMX-BF16, whose tiles its products use; this CPU "
+                     "or its Linux kernel offers none (rebuild with --amx "
+                     "off)",
+                     model->name);
   attn_options defaults = {0, NULL, 0};
   if (!opts)
     opts = &defaults;

@@ -8,6 +8,9 @@
  *===----------------------------------------------------------------------===*/
 
 #include <math.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "check.h"
 
@@ -219,6 +222,35 @@ static void test_errors(void) {
     m.int8_row_bits = 16;
     CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_UNSUPPORTED,
                 "init_test", "AVX512-VNNI");
+  }
+#endif
+  m = model;
+  m.amx_tiles = ATTN_AMX_TILES; /* bf16 products only */
+  CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_INVALID_ARGUMENT,
+              "malformed model table");
+  m.precision = ATTN_PRECISION_BF16;
+  m.amx_tiles = ATTN_AMX_EMULATED + 1;
+  CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_INVALID_ARGUMENT,
+              "malformed model table");
+  m.amx_tiles = ATTN_AMX_TILES;
+#if defined(__x86_64__) && defined(__linux__)
+  /* AMX tiles need the CPU's AMX-TILE and AMX-BF16 (and AVX512-BF16) and
+   * Linux's consent: refused without them, granted with them. */
+  {
+    unsigned a, b, c, d;
+    int amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1) &&
+              (d >> 22 & 1);
+    if (amx) {
+      CHECK(attn_ctx_create(&m, NULL, &ctx) == ATTN_OK);
+      attn_ctx_destroy(ctx);
+      ctx = NULL;
+    } else if (__builtin_cpu_supports("avx512bf16")) {
+      CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_UNSUPPORTED,
+                  "init_test", "AMX-BF16", "--amx off");
+    } else {
+      CHECK_FAILS(attn_ctx_create(&m, NULL, &ctx), ATTN_ERR_UNSUPPORTED,
+                  "init_test", "AVX512-BF16");
+    }
   }
 #endif
   m = model;

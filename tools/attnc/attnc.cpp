@@ -113,6 +113,14 @@ cl::opt<std::string> precisionOption(
              "or tf32 (GPU targets: tensor cores, operands read as TF32, f32 "
              "accumulation); parameters and optimizer state stay f32"),
     cl::value_desc("p"), cl::init("f32"), cl::cat(attncCategory));
+cl::opt<std::string> amxOption(
+    "amx",
+    cl::desc("Where --precision bf16 multiplies: auto (default: AMX tiles "
+             "where the target has AMX-BF16, else AVX512-BF16 vectors), off "
+             "(AVX512-BF16 vectors), or emulate (the AMX kernel with each "
+             "tile instruction done by AVX512-BF16 instructions, to check it "
+             "on CPUs without AMX; slow)"),
+    cl::value_desc("mode"), cl::init("auto"), cl::cat(attncCategory));
 cl::list<std::string> entryOption(
     "entry",
     cl::desc("Generate only these entry points and those they call "
@@ -413,6 +421,7 @@ LogicalResult runPipeline(ModuleOp module, attn::Stage from, attn::Stage to,
     attn::PipelineOptions options{next};
     options.target = targetOption;
     options.precision = precisionOption;
+    options.amx = amxOption;
     options.training = wantsTraining() && to >= attn::Stage::AttnGrad;
     options.gradFns = requestedGradFns;
     attn::buildAttnPipeline(pm, options, static_cast<attn::Stage>(stage - 1));
@@ -496,6 +505,21 @@ std::unique_ptr<llvm::Module> lowerToLLVM(ModuleOp module, MLIRContext &context,
   info.precision = precisionOption == "bf16"   ? ATTN_PRECISION_BF16
                    : precisionOption == "tf32" ? ATTN_PRECISION_TF32
                                                : ATTN_PRECISION_F32;
+  attn::PipelineOptions pipeline;
+  pipeline.target = options.target;
+  pipeline.precision = precisionOption;
+  pipeline.amx = amxOption;
+  switch (attn::cpuCostModel(pipeline).bf16Kernel) {
+  case attn::CpuCostModel::Bf16Kernel::Vectors:
+    info.amxTiles = ATTN_AMX_OFF;
+    break;
+  case attn::CpuCostModel::Bf16Kernel::AmxTiles:
+    info.amxTiles = ATTN_AMX_TILES;
+    break;
+  case attn::CpuCostModel::Bf16Kernel::EmulatedAmxTiles:
+    info.amxTiles = ATTN_AMX_EMULATED;
+    break;
+  }
   if (info.weightFormat == ATTN_WEIGHTS_INT8 &&
       attn::vectorTargetFor(options.target).int16Dot)
     info.int8RowBits = 16;
@@ -751,6 +775,7 @@ llvm::SmallVector<std::string> pipelinePassNames(MLIRContext &context) {
   attn::PipelineOptions options{attn::Stage::LLVMMLIR};
   options.target = targetOption;
   options.precision = precisionOption;
+  options.amx = amxOption;
   options.training = true;
   attn::buildAttnPipeline(pm, options);
   std::string text;
@@ -927,11 +952,22 @@ int main(int argc, char **argv) {
   if (precisionOption == "bf16" && attn::mapsLoopsForGpu(targetOption))
     return usageError("--precision bf16 is for CPU targets; --target " +
                       targetOption + " computes its products in f32 or tf32");
-  if (precisionOption == "bf16" && attn::isKnownTarget(targetOption) &&
-      !attn::hasBf16Dot(targetOption))
+  if (precisionOption == "bf16" && amxOption != "emulate" &&
+      attn::isKnownTarget(targetOption) && !attn::hasBf16Dot(targetOption))
     return usageError("--precision bf16 needs a CPU with AVX512-BF16 "
                       "(znver4, sapphirerapids, ...); --target " +
                       targetOption + " has none");
+  if (amxOption != "auto" && amxOption != "off" && amxOption != "emulate")
+    return usageError("unknown --amx '" + amxOption +
+                      "'; expected auto, off or emulate");
+  if (amxOption == "emulate" && attn::isKnownTarget(targetOption) &&
+      attn::vectorTargetFor(targetOption).lanes != 16)
+    return usageError("--amx emulate needs an AVX-512 CPU; --target " +
+                      targetOption + " has none");
+  if (amxOption != "auto" && precisionOption != "bf16")
+    return usageError("--amx " + amxOption +
+                      " chooses where --precision bf16 multiplies; this "
+                      "build's precision is " + precisionOption);
   if (weightsOption != "f32" && attn::cudaChip(targetOption))
     return usageError("--weights " + weightsOption +
                       " is for CPU targets; --target " + targetOption +

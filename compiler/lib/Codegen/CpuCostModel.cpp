@@ -39,7 +39,9 @@ bool hasBf16Dot(llvm::StringRef target) {
 
 VectorTarget vectorTargetFor(llvm::StringRef target) {
   if (hasFeature(target, "avx512f"))
-    return VectorTarget{16, 32, hasFeature(target, "avx512vnni")};
+    return VectorTarget{16, 32, hasFeature(target, "avx512vnni"),
+                        hasFeature(target, "amx-tile") &&
+                            hasFeature(target, "amx-bf16")};
   return VectorTarget{8, 16};
 }
 

@@ -133,6 +133,17 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
   matmul.lanes = target.lanes;
   matmul.registers = target.registers;
   matmul.precision = model.bf16Products ? "bf16" : "f32";
+  switch (model.bf16Kernel) {
+  case CpuCostModel::Bf16Kernel::Vectors:
+    matmul.amx = "off";
+    break;
+  case CpuCostModel::Bf16Kernel::AmxTiles:
+    matmul.amx = "tiles";
+    break;
+  case CpuCostModel::Bf16Kernel::EmulatedAmxTiles:
+    matmul.amx = "emulate";
+    break;
+  }
   matmul.l2Bytes = model.caches.l2Bytes;
   matmul.int16Dot = target.int16Dot;
   pm.addPass(createAttnMatmulToVector(matmul));
@@ -250,7 +261,7 @@ static void buildGpuLLVMPipeline(OpPassManager &pm, llvm::StringRef chip) {
 /// casts) on the module: the functions convert in parallel, and a
 /// conversion, which keeps what it replaces until it is done, holds one
 /// function's worth at a time (docs/Codegen.md, Compile time).
-static void buildLLVMPipeline(OpPassManager &pm) {
+static void buildLLVMPipeline(OpPassManager &pm, bool amxTiles) {
   OpPassManager &functions = pm.nest<func::FuncOp>();
   // Transfers of rank > 1 (edge blocks of the packing) become 1-D ones.
   functions.addPass(createConvertVectorToSCFPass(
@@ -280,10 +291,30 @@ static void buildLLVMPipeline(OpPassManager &pm) {
   scalars.addPass(createArithToLLVMConversionPass());
   scalars.addPass(createConvertIndexToLLVMPass());
   scalars.addPass(createUBToLLVMConversionPass()); // the vectoriser's ub.poison
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  if (amxTiles) {
+    // AMX tiles live across loops (the accumulators): the branches that
+    // carry them convert with the AMX ops, through one type converter
+    // that knows all three (the dialects' ConvertToLLVM interfaces).
+    pm.addPass(createConvertToLLVMPass());
+  } else {
+    pm.addPass(createConvertFuncToLLVMPass());
+    pm.addPass(createConvertControlFlowToLLVMPass());
+  }
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addNestedPass<LLVM::LLVMFuncOp>(createCanonicalizerPass());
+}
+
+CpuCostModel cpuCostModel(const PipelineOptions &options) {
+  CpuCostModel model = CpuCostModel::forTarget(options.target);
+  model.bf16Products = options.precision == "bf16";
+  using Bf16Kernel = CpuCostModel::Bf16Kernel;
+  if (!model.bf16Products)
+    return model;
+  if (options.amx == "emulate")
+    model.bf16Kernel = Bf16Kernel::EmulatedAmxTiles;
+  else if (options.amx == "auto" && model.target.amxBf16)
+    model.bf16Kernel = Bf16Kernel::AmxTiles;
+  return model;
 }
 
 static void addAttnGradPasses(OpPassManager &pm,
@@ -334,16 +365,15 @@ void buildAttnPipeline(OpPassManager &pm, const PipelineOptions &options,
       buildGpuLoopsPipeline(pm, /*onHost=*/!chip,
                             /*tensorCores=*/options.precision == "tf32");
     } else {
-      CpuCostModel model = CpuCostModel::forTarget(options.target);
-      model.bf16Products = options.precision == "bf16";
-      buildLoopsPipeline(pm, model);
+      buildLoopsPipeline(pm, cpuCostModel(options));
     }
   }
   if (runs(Stage::LLVMMLIR)) {
     if (chip)
       buildGpuLLVMPipeline(pm, *chip);
     else
-      buildLLVMPipeline(pm);
+      buildLLVMPipeline(pm, cpuCostModel(options).bf16Kernel ==
+                                CpuCostModel::Bf16Kernel::AmxTiles);
   }
 }
 
@@ -389,7 +419,7 @@ void registerAttnPipelines() {
   PassPipelineRegistration<>(
       "attn-loops-to-llvm",
       "Runs the attnc pipeline from the loops stage to the llvm-mlir stage",
-      [](OpPassManager &pm) { buildLLVMPipeline(pm); });
+      [](OpPassManager &pm) { buildLLVMPipeline(pm, /*amxTiles=*/false); });
 }
 
 } // namespace attn

@@ -135,6 +135,11 @@ static void emitPreamble(llvm::raw_ostream &os, const ModelInfo &info,
           "gradients and\n * optimizer state stay f32. */\n"
        << "#define " << llvm::StringRef(n).upper()
        << "_PRECISION ATTN_PRECISION_BF16\n";
+  if (info.amxTiles == ATTN_AMX_TILES)
+    os << "/* They run on AMX tiles (tdpbf16ps): attn_ctx_create asks Linux "
+          "for the\n * tile state and fails on a CPU or kernel without it. "
+          "*/\n"
+       << "#define " << llvm::StringRef(n).upper() << "_AMX_TILES 1\n";
   if (info.precision == ATTN_PRECISION_TF32)
     os << "/* The matrix products run on the GPU's tensor cores, which read "
           "each f32\n * operand as TF32 (sign, exponent, 10 mantissa bits) "

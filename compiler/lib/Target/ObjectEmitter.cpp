@@ -213,11 +213,12 @@ public:
   //                   num_params, params, num_entries, entries,
   //                   kv_cache_floats_per_position, train, device,
   //                   weight_format, weight_block, num_weight_elements,
-  //                   num_scale_elements, precision, int8_row_bits }
+  //                   num_scale_elements, precision, int8_row_bits,
+  //                   amx_tiles }
   llvm::StructType *modelType() {
     return llvm::StructType::get(context,
                                  {i32, ptr, ptr, i64, i32, ptr, i32, ptr, i64,
-                                  ptr, i32, i32, i32, i64, i64, i32, i32});
+                                  ptr, i32, i32, i32, i64, i64, i32, i32, i32});
   }
 
   llvm::Module &module;
@@ -345,7 +346,8 @@ static LogicalResult addModelInfo(llvm::Module &module, const ModelInfo &info,
        llvm::ConstantInt::get(b.i64, info.numWeightElements),
        llvm::ConstantInt::get(b.i64, info.numScaleElements),
        llvm::ConstantInt::get(b.i32, info.precision),
-       llvm::ConstantInt::get(b.i32, info.int8RowBits)});
+       llvm::ConstantInt::get(b.i32, info.int8RowBits),
+       llvm::ConstantInt::get(b.i32, info.amxTiles)});
   auto *global = new llvm::GlobalVariable(module, b.modelType(), true,
                                           llvm::GlobalValue::ExternalLinkage,
                                           model, info.name + "_model_info");

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of anything below changes. */
-#define ATTN_ABI_VERSION 11
+#define ATTN_ABI_VERSION 12
 
 /* The entry points the runtime looks up by name, one per role. Any other
  * `fn` of a model is an entry point too, run by name (`forward --fn`). */
@@ -71,8 +71,8 @@ typedef enum attn_weight_format {
 
 /* How the matrix products of a model compute (attnc --precision): F32;
  * BF16 (CPU targets): both operands rounded to bf16 (nearest even) and
- * multiplied in pairs with f32 accumulation (vdpbf16ps, AVX512-BF16),
- * except products of fewer rows than a register tile (a decoding step's),
+ * multiplied in pairs with f32 accumulation (vdpbf16ps, AVX512-BF16, or
+ * AMX tiles' tdpbf16ps: attn_amx_tiles), except products of fewer rows than a register tile (a decoding step's),
  * which stay f32; TF32 (GPU targets): the products of whole 64x64 tiles
  * on the tensor cores (mma.sync), which read each f32 operand's sign,
  * exponent and leading 10 mantissa bits, with f32 accumulation.
@@ -82,6 +82,19 @@ typedef enum attn_precision {
   ATTN_PRECISION_BF16 = 1,
   ATTN_PRECISION_TF32 = 2
 } attn_precision;
+
+/* Where a BF16 model's products of whole blocks run (attnc --amx): OFF on
+ * vector registers (vdpbf16ps, AVX512-BF16); TILES on AMX tiles
+ * (tdpbf16ps, AMX-BF16; the same operands and f32 accumulation), for which
+ * attn_ctx_create asks Linux for the tile state (arch_prctl
+ * ARCH_REQ_XCOMP_PERM) and fails on a CPU or kernel without it; EMULATED
+ * the AMX kernel with each tile instruction done by f32 vector
+ * instructions (any AVX-512 CPU; for checking that kernel, slowly). */
+typedef enum attn_amx_tiles {
+  ATTN_AMX_OFF = 0,
+  ATTN_AMX_TILES = 1,
+  ATTN_AMX_EMULATED = 2
+} attn_amx_tiles;
 
 /* Parameter initialisers (LANGUAGE.md section 6), with their arguments:
  * NORMAL [mean, std], UNIFORM [lo, hi], XAVIER_UNIFORM [gain] (bound
@@ -289,6 +302,9 @@ typedef struct attn_model_info {
    * (max |a| / 32767), and multiplies it on integers (vpdpwssd,
    * AVX512-VNNI); 0 when every row stays f32 (ABI 10). */
   int32_t int8_row_bits;
+  /* BF16: attn_amx_tiles, where the products of whole blocks run (ABI
+   * 12). */
+  int32_t amx_tiles;
 } attn_model_info;
 
 /* Dropout's random stream (counter-based, so forward and backward draw the

@@ -2,7 +2,7 @@
 against numpy: the same products with both operands rounded to bf16 (to
 nearest even) and summed in double precision.
 
-  check_bf16_products.py --exe BIN --dir SCRATCH
+  check_bf16_products.py --exe BIN --dir SCRATCH [--shape BxT]
 
 The model is Inputs/bf16_products.tfm. Products of bf16 values are exact in f32,
 so the compiled code differs from the reference only by the order and
@@ -47,6 +47,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--exe", required=True)
     parser.add_argument("--dir", required=True)
+    parser.add_argument("--shape", default="2x9",
+                        help="batch x positions of the inputs (B*T rows)")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     path = lambda name: os.path.join(args.dir, name)
@@ -60,7 +62,7 @@ def main():
     run("init", "--seed", "5", "-o", path("w.safetensors"))
     weights = load_safetensors(path("w.safetensors"))
     rng = np.random.default_rng(3)
-    B, T = 2, 9
+    B, T = (int(n) for n in args.shape.split("x"))
     x = rng.standard_normal((B, T, 601)).astype(np.float32)
     t = rng.standard_normal((B, T, 40)).astype(np.float32)
     u = rng.standard_normal((B, T, 24)).astype(np.float32)

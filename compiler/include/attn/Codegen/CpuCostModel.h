@@ -27,11 +27,15 @@ struct VectorTarget {
   /// times int8 weights rounds the row to int16 and multiplies on it
   /// (RowDotInt16.cpp) instead of widening each weight to f32.
   bool int16Dot = false;
+  /// AMX-TILE with AMX-BF16: 16 x 16 f32 tiles of C updated by tdpbf16ps
+  /// (PackedGemmAmx.cpp), which `--precision bf16` uses for its packed
+  /// products.
+  bool amxBf16 = false;
 };
 
 /// The vector target of an attnc `--target` ("host", "x86-64-v3",
 /// "x86-64-v4", an LLVM CPU name); "host" asks the build machine for
-/// AVX-512F and AVX512-VNNI.
+/// AVX-512F, AVX512-VNNI and AMX-BF16.
 VectorTarget vectorTargetFor(llvm::StringRef target);
 
 /// The per-core caches the packed products block for.
@@ -78,6 +82,17 @@ struct CpuCostModel {
   /// kernels below stay f32. Not a tuning choice but the user's, carried
   /// here so that every kernel of a module follows it.
   bool bf16Products = false;
+  /// Which instructions the packed kernel's bf16 products run on: vdpbf16ps
+  /// on vector registers (PackedGemmBf16.cpp), or AMX tiles (tdpbf16ps,
+  /// PackedGemmAmx.cpp) where the target has AMX-BF16. `EmulatedAmxTiles`
+  /// is the AMX kernel with each tile instruction done by AVX512-BF16
+  /// instructions on vector registers: it checks that kernel's loop nest,
+  /// packing and edges on CPUs without AMX (`attnc --amx emulate`), slowly.
+  enum class Bf16Kernel { Vectors, AmxTiles, EmulatedAmxTiles };
+  Bf16Kernel bf16Kernel = Bf16Kernel::Vectors;
+  bool amxKernel() const {
+    return bf16Products && bf16Kernel != Bf16Kernel::Vectors;
+  }
 
   /// Dot-product kernel (B stored [N, K] and fewer rows than `tileRows`):
   /// groups of `dotRows` rows x `dotCols` columns of vector accumulators

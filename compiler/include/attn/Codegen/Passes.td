@@ -107,7 +107,7 @@ def AttnMatmulToVector : Pass<"attn-matmul-to-vector", "::mlir::ModuleOp"> {
     Input: linalg on buffers. Every 2-D f32 matrix product (`linalg.matmul`,
     also with a transposed A or B through its indexing maps, or a
     `linalg.generic` with the same contraction) becomes a call of a blocked
-    loop nest: blocks of B packed into an aligned buffer with B^T
+    loop nest (with `precision=bf16 amx=tiles`, on AMX tiles): blocks of B packed into an aligned buffer with B^T
     transposed on the way, and a register tile of vector accumulators
     updated with `vector.fma` per k; the rows left over below the tile run
     a 1-row tile, the columns past N are masked. With fewer rows than a
@@ -133,9 +133,15 @@ def AttnMatmulToVector : Pass<"attn-matmul-to-vector", "::mlir::ModuleOp"> {
     Option<"int16Dot", "int16-dot", "bool", /*default=*/"false",
            "The target has AVX512-VNNI's vpdpwssd: a single row times int8 "
            "weights is rounded to int16 and multiplied on integers"
-           " (needs 16 lanes)">
+           " (needs 16 lanes)">,
+    Option<"amx", "amx", "std::string", /*default=*/"\"off\"",
+           "With bf16 precision: off (vdpbf16ps on vector registers), tiles "
+           "(AMX tiles, tdpbf16ps; needs AMX-BF16) or emulate (the AMX "
+           "kernel with each tile instruction done by AVX512-BF16 "
+           "instructions)">
   ];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
+  let dependentDialects = ["::mlir::amx::AMXDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::math::MathDialect",

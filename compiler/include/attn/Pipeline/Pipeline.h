@@ -8,6 +8,8 @@
 #ifndef ATTN_PIPELINE_PIPELINE_H
 #define ATTN_PIPELINE_PIPELINE_H
 
+#include "attn/Codegen/CpuCostModel.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -62,7 +64,16 @@ struct PipelineOptions {
   /// a CPU target (attn-matmul-to-vector's `precision`); "tf32" on a GPU
   /// target (tensor cores, attn-gpu-tensor-core-products).
   std::string precision = "f32";
+  /// Where bf16 products run (`attnc --amx`): "auto" (AMX tiles where the
+  /// target has AMX-BF16, else vdpbf16ps on vector registers), "off"
+  /// (vector registers), or "emulate" (the AMX kernel with its tile
+  /// instructions done by AVX512-BF16 instructions: CpuCostModel.h).
+  std::string amx = "auto";
 };
+
+/// The CPU cost model of `options`' target, with its precision and where
+/// bf16 products run.
+CpuCostModel cpuCostModel(const PipelineOptions &options);
 
 /// Adds to `pm` the passes that take a module in stage `from` (by default a
 /// verified `attn` module, the `attn` stage) to `options.lastStage`. Stages

@@ -79,6 +79,9 @@ struct ModelInfo {
   int64_t int8RowBits = 0;
   /// How the products compute (`attnc --precision`).
   attn_precision precision = ATTN_PRECISION_F32;
+  /// Where bf16 products run (`--amx`; AMX tiles by default on a target
+  /// with AMX-BF16).
+  attn_amx_tiles amxTiles = ATTN_AMX_OFF;
   /// The training section, when the model has one.
   std::optional<TrainInfo> train;
 };

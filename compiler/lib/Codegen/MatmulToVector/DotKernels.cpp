@@ -219,21 +219,8 @@ Value MatmulEmitter::readWeights(ImplicitLocOpBuilder &ib, Value n, Value k,
   Value raw = vector::TransferReadOp::create(
       ib, VectorType::get({lanes}, element), ops.b, ValueRange{n, k}, padding,
       ArrayRef<bool>{true});
-  if (!ops.scales) {
-    // bf16 is the high half of an f32: widen the bits (without AVX512-BF16,
-    // LLVM has no vector instructions for bf16 and calls a libcall per
-    // element).
-    auto bits = [&](int64_t width) {
-      return VectorType::get({lanes}, ib.getIntegerType(width));
-    };
-    Value wide = arith::ExtUIOp::create(
-        ib, bits(32), arith::BitcastOp::create(ib, bits(16), raw));
-    Value shifted = arith::ShLIOp::create(
-        ib, wide,
-        arith::ConstantOp::create(
-            ib, DenseElementsAttr::get(bits(32), ib.getI32IntegerAttr(16))));
-    return arith::BitcastOp::create(ib, vecType, shifted);
-  }
+  if (!ops.scales)
+    return widenBf16(ib, raw);
   Value values = arith::SIToFPOp::create(ib, vecType, raw);
   if (!scaled)
     return values;

@@ -75,6 +75,19 @@ static std::string weightSuffix(const MatmulOperands &operands) {
                          : "_bf16";
 }
 
+/// The kernel name's suffix for how bf16 products multiply.
+static llvm::StringRef bf16KernelSuffix(CpuCostModel::Bf16Kernel kernel) {
+  switch (kernel) {
+  case CpuCostModel::Bf16Kernel::Vectors:
+    return "_dpbf16";
+  case CpuCostModel::Bf16Kernel::AmxTiles:
+    return "_amx";
+  case CpuCostModel::Bf16Kernel::EmulatedAmxTiles:
+    return "_amx_emulated";
+  }
+  llvm_unreachable("a bf16 kernel");
+}
+
 func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
                                const CpuCostModel &model, bool zeroInit,
                                const Epilogue *epilogue, int epilogueIndex) {
@@ -83,7 +96,7 @@ func::FuncOp getOrCreateKernel(ModuleOp module, const MatmulOperands &operands,
        (operands.transposedB ? "t" : "n") + "_" +
        llvm::Twine(model.target.lanes) + "x" +
        llvm::Twine(model.target.registers) + weightSuffix(operands) +
-       (model.bf16Products ? "_dpbf16" : "") +
+       (model.bf16Products ? bf16KernelSuffix(model.bf16Kernel) : "") +
        (usesInt16Rows(operands, model) ? "_i16rows" : "") +
        (zeroInit ? "_z" : ""))
           .str();

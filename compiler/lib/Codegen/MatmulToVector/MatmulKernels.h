@@ -24,6 +24,11 @@
 
 namespace attn {
 
+/// AMX's tiles (PackedGemmAmx.cpp): 16 rows of 64 bytes, 16 x 16 f32 of C
+/// or 16 x 32 bf16 of A and B; a block of C is 2 x 2 tiles.
+inline constexpr int64_t kAmxTileRows = 16;
+inline constexpr int64_t kAmxBlock = 32;
+
 /// An epilogue (MatmulMatch.h) inside a kernel: the matched op, whose body
 /// is cloned onto vectors, and the kernel's arguments that stand for its
 /// extra inputs (as matrices: [1, N] for a row vector) and its output.
@@ -105,6 +110,12 @@ private:
                                     mlir::ValueRange acc);
 
   // PackedGemmBf16.cpp: the same loop nest on bf16 pairs (vdpbf16ps).
+  /// A vector of f32 rounded to bf16 (to nearest even).
+  mlir::Value toBf16(mlir::ImplicitLocOpBuilder &ib, mlir::Value v);
+  /// The lanes of two equal 1-D vectors interleaved, x0 y0 x1 y1 ...,
+  /// rounded to bf16: each 32-bit lane of the result is the pair (x_i, y_i).
+  mlir::Value pairsOf(mlir::ImplicitLocOpBuilder &ib, mlir::Value x,
+                      mlir::Value y);
   mlir::Value pairsIn(mlir::ImplicitLocOpBuilder &ib, mlir::Value kc);
   void emitPackBf16(mlir::ImplicitLocOpBuilder &ib, mlir::Value packed,
                     mlir::Value n0, mlir::Value k0, mlir::Value kc,
@@ -116,6 +127,19 @@ private:
                                         mlir::Value packed, mlir::Value panel,
                                         mlir::Value n1, mlir::Value kc,
                                         int64_t mr, mlir::ValueRange acc);
+
+  // PackedGemmAmx.cpp: the same loop nest on AMX tiles (tdpbf16ps).
+  void emitPanelAmx(mlir::ImplicitLocOpBuilder &ib, mlir::Value panel,
+                    mlir::Value m0, mlir::Value k0, mlir::Value kp);
+  void emitTileAmx(mlir::ImplicitLocOpBuilder &ib, mlir::Value packed,
+                   mlir::Value panel, mlir::Value block, mlir::Value m,
+                   mlir::Value m0, mlir::Value n0, mlir::Value n1,
+                   mlir::Value k0, mlir::Value kc, mlir::Value kp,
+                   mlir::Value k);
+  void emitBlockUpdate(mlir::ImplicitLocOpBuilder &ib, mlir::Value block,
+                       mlir::Value m, mlir::Value m0, mlir::Value n0,
+                       mlir::Value n1, mlir::Value k0, mlir::Value kc,
+                       mlir::Value k);
 
   // Epilogues.cpp: the fused element-wise epilogue on vectors.
   llvm::SmallVector<mlir::Value> readRowVectors(mlir::ImplicitLocOpBuilder &ib,
@@ -145,6 +169,10 @@ private:
   mlir::VectorType vecType;
   mlir::Value zeroF, zeroV; // 0.0 and a vector of zeros, at the kernel's entry
 };
+
+/// A vector of bf16 widened to f32 (exactly: the bits shifted into the high
+/// half).
+mlir::Value widenBf16(mlir::ImplicitLocOpBuilder &ib, mlir::Value v);
 
 /// Whether a product's single rows multiply int8 W on an int16 rounding of
 /// the row (RowDotInt16.cpp): int8 weights whose scale blocks are whole

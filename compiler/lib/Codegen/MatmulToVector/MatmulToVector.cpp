@@ -21,6 +21,7 @@
 #include "MatmulKernels.h"
 #include "attn/Codegen/Passes.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -29,6 +30,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -57,6 +60,19 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
                          << static_cast<int64_t>(lanes);
       return signalPassFailure();
     }
+    using Bf16Kernel = CpuCostModel::Bf16Kernel;
+    std::optional<Bf16Kernel> kernel =
+        llvm::StringSwitch<std::optional<Bf16Kernel>>(this->amx)
+            .Case("off", Bf16Kernel::Vectors)
+            .Case("tiles", Bf16Kernel::AmxTiles)
+            .Case("emulate", Bf16Kernel::EmulatedAmxTiles)
+            .Default(std::nullopt);
+    if (!kernel) {
+      module.emitError() << "attn-matmul-to-vector: unknown amx '" << this->amx
+                         << "'; expected off, tiles or emulate";
+      return signalPassFailure();
+    }
+    model.bf16Kernel = *kernel;
     if (int16Dot && lanes != 16) {
       module.emitError() << "attn-matmul-to-vector: int16 dot products need "
                             "AVX512-VNNI's 16-lane vectors, not "

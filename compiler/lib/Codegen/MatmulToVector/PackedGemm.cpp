@@ -15,6 +15,9 @@
 //           C <- accumulators (masked past N)
 //       the M % MR rows left: the same with a 1-row tile
 //
+// (bf16 products on AMX replace the loops over m0 and n1 with blocks of
+// 32 x 32 on AMX tiles: PackedGemmAmx.cpp.)
+//
 // NC, KC and the register tile MR x NR are the cost model's. The pack lives
 // on the stack of the kernel's call.
 //
@@ -40,8 +43,10 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
   Value k = memref::DimOp::create(b, ops.a, ops.transposedA ? 0 : 1);
   // The pack holds one block, or less when N or K is smaller (attention's
   // products need a few KiB, not 256): on the stack of this call.
-  Value packRows =
-      arith::MinSIOp::create(b, index(blockK), roundUp(b, k, lanes));
+  // (AMX tiles read K 32 at a time: the pack holds zeros up to there.)
+  bool amx = model.amxKernel();
+  Value packRows = arith::MinSIOp::create(
+      b, index(blockK), roundUp(b, k, amx ? 2 * kAmxTileRows : lanes));
   Value packCols = arith::MinSIOp::create(
       b, index(blockN),
       roundUp(b, arith::SubIOp::create(b, nEnd, nBegin), cols));
@@ -57,8 +62,16 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
   // A stored [K, M]: the rows of one register tile, a column block of A,
   // copied into a KC x MR panel so that the tile reads it contiguously;
   // bf16 products copy every A into a panel of pairs.
-  Value panel;
-  if (bf16Products)
+  Value panel, block;
+  if (amx) {
+    // A block of rows of A in bf16, and a block of C's products.
+    panel = memref::AllocaOp::create(
+        b, MemRefType::get({kAmxBlock, blockK}, b.getBF16Type()), ValueRange{},
+        b.getI64IntegerAttr(64));
+    block = memref::AllocaOp::create(
+        b, MemRefType::get({kAmxBlock, kAmxBlock}, f32), ValueRange{},
+        b.getI64IntegerAttr(64));
+  } else if (bf16Products)
     panel = memref::AllocaOp::create(
         b,
         MemRefType::get(ops.transposedA ? ArrayRef<int64_t>{blockK / 2, rows}
@@ -85,8 +98,9 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
                   jb, index(blockK), arith::SubIOp::create(jb, k, k0));
               // Whole register tiles of columns (the pack is zero-padded).
               Value ncTiles = roundUp(jb, nc, cols);
+              Value kp = amx ? roundUp(jb, kc, 2 * kAmxTileRows) : kc;
               if (bf16Products)
-                emitPackBf16(jb, packed, n0, k0, kc, ncTiles);
+                emitPackBf16(jb, packed, n0, k0, kp, ncTiles);
               else
                 emitPack(jb, packed, n0, k0, nc, kc, ncTiles);
               auto rowLoop = [&](Value from, Value to, int64_t mr) {
@@ -110,8 +124,27 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
                       scf::YieldOp::create(ob);
                     });
               };
-              rowLoop(index(0), fullRows, rows);
-              rowLoop(fullRows, m, 1);
+              if (amx) {
+                scf::ForOp::create(
+                    jb, index(0), m, index(kAmxBlock), ValueRange{},
+                    [&](OpBuilder &mb, Location loc, Value m0, ValueRange) {
+                      ImplicitLocOpBuilder ob(loc, mb);
+                      emitPanelAmx(ob, panel, m0, k0, kp);
+                      scf::ForOp::create(
+                          ob, index(0), nc, index(kAmxBlock), ValueRange{},
+                          [&](OpBuilder &tb, Location loc, Value n1,
+                              ValueRange) {
+                            ImplicitLocOpBuilder tib(loc, tb);
+                            emitTileAmx(tib, packed, panel, block, m, m0, n0,
+                                        n1, k0, kc, kp, k);
+                            scf::YieldOp::create(tib);
+                          });
+                      scf::YieldOp::create(ob);
+                    });
+              } else {
+                rowLoop(index(0), fullRows, rows);
+                rowLoop(fullRows, m, 1);
+              }
               scf::YieldOp::create(jb);
             });
         scf::YieldOp::create(ib);

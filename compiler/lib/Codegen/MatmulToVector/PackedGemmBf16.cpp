@@ -35,15 +35,48 @@ namespace attn {
 static constexpr llvm::StringLiteral kDotBf16Intrinsic =
     "llvm.x86.avx512bf16.dpbf16ps.512";
 
-/// Rounds a vector of f32 to bf16.
-static Value toBf16(ImplicitLocOpBuilder &ib, Value v) {
-  auto type = cast<VectorType>(v.getType());
-  return arith::TruncFOp::create(ib, type.clone(ib.getBF16Type()), v);
+/// A vector of i32 with `value` in every lane, shaped as `like`.
+static Value splatI32(ImplicitLocOpBuilder &ib, Value like, int32_t value) {
+  auto type = cast<VectorType>(like.getType()).clone(ib.getI32Type());
+  return arith::ConstantOp::create(
+      ib, DenseElementsAttr::get(type, ib.getI32IntegerAttr(value)));
 }
 
-/// The lanes of two equal 1-D vectors interleaved, x0 y0 x1 y1 ..., rounded
-/// to bf16: each 32-bit lane of the result is the pair (x_i, y_i).
-static Value pairsOf(ImplicitLocOpBuilder &ib, Value x, Value y) {
+Value MatmulEmitter::toBf16(ImplicitLocOpBuilder &ib, Value v) {
+  auto type = cast<VectorType>(v.getType());
+  if (model.bf16Kernel != CpuCostModel::Bf16Kernel::EmulatedAmxTiles)
+    return arith::TruncFOp::create(ib, type.clone(ib.getBF16Type()), v);
+  // The emulated AMX kernel runs on any AVX-512 CPU, where LLVM would call
+  // a library function per element: round the bits (add 0x7fff and the
+  // lowest kept bit, keep the top half; NaNs stay quiet NaNs).
+  Value bits = arith::BitcastOp::create(ib, type.clone(ib.getI32Type()), v);
+  Value kept = arith::AndIOp::create(
+      ib, arith::ShRUIOp::create(ib, bits, splatI32(ib, v, 16)),
+      splatI32(ib, v, 1));
+  Value rounded = arith::AddIOp::create(
+      ib, arith::AddIOp::create(ib, bits, splatI32(ib, v, 0x7fff)), kept);
+  Value nan = arith::CmpFOp::create(ib, arith::CmpFPredicate::UNO, v, v);
+  Value quiet = arith::OrIOp::create(ib, bits, splatI32(ib, v, 0x400000));
+  Value top = arith::ShRUIOp::create(
+      ib, arith::SelectOp::create(ib, nan, quiet, rounded),
+      splatI32(ib, v, 16));
+  Value half = arith::TruncIOp::create(ib, type.clone(ib.getI16Type()), top);
+  return arith::BitcastOp::create(ib, type.clone(ib.getBF16Type()), half);
+}
+
+Value widenBf16(ImplicitLocOpBuilder &ib, Value v) {
+  // bf16 is the high half of an f32: widen the bits (without AVX512-BF16,
+  // LLVM has no vector instructions for bf16 and calls a library function
+  // per element).
+  auto type = cast<VectorType>(v.getType());
+  Value wide = arith::ExtUIOp::create(
+      ib, type.clone(ib.getI32Type()),
+      arith::BitcastOp::create(ib, type.clone(ib.getI16Type()), v));
+  Value shifted = arith::ShLIOp::create(ib, wide, splatI32(ib, wide, 16));
+  return arith::BitcastOp::create(ib, type.clone(ib.getF32Type()), shifted);
+}
+
+Value MatmulEmitter::pairsOf(ImplicitLocOpBuilder &ib, Value x, Value y) {
   int64_t n = cast<VectorType>(x.getType()).getNumElements();
   SmallVector<int64_t> mask;
   for (int64_t i = 0; i < n; ++i)
