@@ -5,7 +5,8 @@
 # of them is timed, and their small kernels leave the GPU mostly idle);
 # then make bench-gpu with the GPU to itself, ptxas's registers and spills
 # of its attention and product kernels, and the kernel profiles of
-# gpt2_small's tf32 train step and generation. Each part has its own time
+# gpt2_small's tf32 train step and generation; and, where the machine's
+# CPU has AMX-BF16, amx_check.sh's checks. Each part has its own time
 # limit, so the call ends inside the device's per-call limit with what
 # finished. Two files come back: summary.txt (also printed: the GPU, the
 # unit test's verdict and every table) and logs.tar.xz (every log).
@@ -50,6 +51,9 @@ echo "runtime-cuda unit test: exit $? (77: skipped)" >> "$logs/unit.txt"
 check f32 f32 &
 check tf32 tf32 $TF32_ARGS &
 check f32 held-out --models char_gpt --held-out --work "$run/held-out" &
+if [ -d "$f32/amx" ]; then
+  timeout 120 sh "$f32/amx/amx_check.sh" run "$f32/amx" > "$logs/amx.txt" 2>&1 &
+fi
 wait
 
 if [ -f "$tf32/bench.tar.xz" ]; then
@@ -83,6 +87,8 @@ fi
     grep -E '^(ok|FAIL|WARN|SKIP):' "$logs/$part/check.txt"
     tail -n 1 "$logs/$part/check.txt"
   done
+  echo "== AMX (the machine's CPU)"
+  grep -E '^(model name|precision|ok:|FAIL|SKIP)' "$logs/amx.txt" 2>/dev/null
   echo "== bench-gpu"
   grep -v '^|' "$logs/bench/bench.txt" 2>/dev/null | tail -n 5
   grep '^|' "$logs/bench/bench.txt" 2>/dev/null | awk '!seen[$0]++'
