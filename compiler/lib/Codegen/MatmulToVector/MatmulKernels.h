@@ -102,6 +102,11 @@ private:
                 mlir::Value panel, mlir::Value m0, mlir::Value n0,
                 mlir::Value n1, mlir::Value k0, mlir::Value kc, mlir::Value k,
                 int64_t mr);
+  void storeBlock(mlir::ImplicitLocOpBuilder &ib, mlir::Value k0,
+                  mlir::Value kc, mlir::Value k,
+                  llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> storeC,
+                  llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)>
+                      storeOut);
   mlir::scf::ForOp emitTileProducts(mlir::ImplicitLocOpBuilder &ib,
                                     mlir::Value packed, mlir::Value panel,
                                     llvm::ArrayRef<mlir::Value> rowIdx,

@@ -300,6 +300,23 @@ void MatmulEmitter::emitTile(ImplicitLocOpBuilder &ib, Value packed,
                                         ValueRange{rowIdx[i], colIdx[j]},
                                         ArrayRef<bool>{false});
   };
+  storeBlock(ib, k0, kc, k, storeC, [&](ImplicitLocOpBuilder &eb) {
+    for (int64_t j = 0; j < nv; ++j) {
+      SmallVector<Value> rowVectors = readRowVectors(eb, colIdx[j]);
+      for (int64_t i = 0; i < mr; ++i)
+        storeEpilogue(eb, loop.getResult(i * nv + j), rowIdx[i], colIdx[j],
+                      rowVectors);
+    }
+  });
+}
+
+/// After the block of K [k0, k0 + kc) of [0, k): `storeC` writes C, except
+/// after the last block of a kernel with an epilogue, where `storeOut`
+/// writes the epilogue's output instead.
+void MatmulEmitter::storeBlock(
+    ImplicitLocOpBuilder &ib, Value k0, Value kc, Value k,
+    llvm::function_ref<void(ImplicitLocOpBuilder &)> storeC,
+    llvm::function_ref<void(ImplicitLocOpBuilder &)> storeOut) {
   if (!epilogue)
     return storeC(ib);
   Value last = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq,
@@ -307,12 +324,7 @@ void MatmulEmitter::emitTile(ImplicitLocOpBuilder &ib, Value packed,
   auto branch = scf::IfOp::create(ib, last, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(ib);
   ib.setInsertionPointToStart(branch.thenBlock());
-  for (int64_t j = 0; j < nv; ++j) {
-    SmallVector<Value> rowVectors = readRowVectors(ib, colIdx[j]);
-    for (int64_t i = 0; i < mr; ++i)
-      storeEpilogue(ib, loop.getResult(i * nv + j), rowIdx[i], colIdx[j],
-                    rowVectors);
-  }
+  storeOut(ib);
   ib.setInsertionPointToStart(branch.elseBlock());
   storeC(ib);
 }

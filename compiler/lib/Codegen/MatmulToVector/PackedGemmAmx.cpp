@@ -269,22 +269,15 @@ void MatmulEmitter::emitBlockUpdate(ImplicitLocOpBuilder &ib, Value block,
                                         ArrayRef<bool>{false});
     });
   };
-  if (!epilogue)
-    return storeC(ib);
-  Value last = arith::CmpIOp::create(ib, arith::CmpIPredicate::eq,
-                                     arith::AddIOp::create(ib, k0, kc), k);
-  auto branch = scf::IfOp::create(ib, last, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(ib);
-  ib.setInsertionPointToStart(branch.thenBlock());
-  SmallVector<SmallVector<Value>> rowVectors;
-  for (int64_t j = 0; j < nv; ++j)
-    rowVectors.push_back(readRowVectors(ib, cols[j]));
-  forEachRow(ib, [&](ImplicitLocOpBuilder &rb, Value r, Value row) {
-    for (auto [j, v] : llvm::enumerate(sums(rb, r, row)))
-      storeEpilogue(rb, v, row, cols[j], rowVectors[j]);
+  storeBlock(ib, k0, kc, k, storeC, [&](ImplicitLocOpBuilder &eb) {
+    SmallVector<SmallVector<Value>> rowVectors;
+    for (int64_t j = 0; j < nv; ++j)
+      rowVectors.push_back(readRowVectors(eb, cols[j]));
+    forEachRow(eb, [&](ImplicitLocOpBuilder &rb, Value r, Value row) {
+      for (auto [j, v] : llvm::enumerate(sums(rb, r, row)))
+        storeEpilogue(rb, v, row, cols[j], rowVectors[j]);
+    });
   });
-  ib.setInsertionPointToStart(branch.elseBlock());
-  storeC(ib);
 }
 
 } // namespace attn
