@@ -112,14 +112,16 @@ public:
       Value sum = vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{i});
       Value pairs = vector::ExtractOp::create(b, a, ArrayRef<int64_t>{i});
       Value rowOfA = widenBf16(b, pairs);
-      for (int64_t p = 0; p < n; ++p)
-        for (auto [e, column] : llvm::enumerate(ArrayRef<Value>{firsts[p],
-                                                                seconds[p]})) {
+      for (int64_t p = 0; p < n; ++p) {
+        Value columns[2] = {firsts[p], seconds[p]};
+        for (int64_t e = 0; e < 2; ++e) {
           Value element = vector::ExtractOp::create(
-              b, rowOfA, ArrayRef<int64_t>{2 * p + int64_t(e)});
+              b, rowOfA, ArrayRef<int64_t>{2 * p + e});
           sum = vector::FMAOp::create(
-              b, vector::BroadcastOp::create(b, rowType, element), column, sum);
+              b, vector::BroadcastOp::create(b, rowType, element), columns[e],
+              sum);
         }
+      }
       result = vector::InsertOp::create(b, sum, result, ArrayRef<int64_t>{i});
     }
     return result;
