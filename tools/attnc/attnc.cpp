@@ -118,8 +118,8 @@ cl::opt<std::string> amxOption(
     cl::desc("Where --precision bf16 multiplies: auto (default: AMX tiles "
              "where the target has AMX-BF16, else AVX512-BF16 vectors), off "
              "(AVX512-BF16 vectors), or emulate (the AMX kernel with each "
-             "tile instruction done by AVX512-BF16 instructions, to check it "
-             "on CPUs without AMX; slow)"),
+             "tile instruction done by f32 vector instructions, to check it "
+             "on any AVX-512 CPU; slow)"),
     cl::value_desc("mode"), cl::init("auto"), cl::cat(attncCategory));
 cl::list<std::string> entryOption(
     "entry",

@@ -11,6 +11,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
@@ -97,6 +98,27 @@ static int64_t columnsIn(int64_t bytes, int64_t rows, int64_t multiple,
                          int64_t lo, int64_t hi) {
   int64_t columns = bytes / (rows * 4) / multiple * multiple;
   return std::clamp(columns, lo, hi);
+}
+
+llvm::StringRef CpuCostModel::bf16KernelOption(Bf16Kernel kernel) {
+  switch (kernel) {
+  case Bf16Kernel::Vectors:
+    return "off";
+  case Bf16Kernel::AmxTiles:
+    return "tiles";
+  case Bf16Kernel::EmulatedAmxTiles:
+    return "emulate";
+  }
+  llvm_unreachable("a bf16 kernel");
+}
+
+std::optional<CpuCostModel::Bf16Kernel>
+CpuCostModel::parseBf16KernelOption(llvm::StringRef option) {
+  for (Bf16Kernel kernel : {Bf16Kernel::Vectors, Bf16Kernel::AmxTiles,
+                            Bf16Kernel::EmulatedAmxTiles})
+    if (option == bf16KernelOption(kernel))
+      return kernel;
+  return std::nullopt;
 }
 
 CpuCostModel CpuCostModel::forTarget(VectorTarget target, CacheSizes caches) {

@@ -133,17 +133,7 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
   matmul.lanes = target.lanes;
   matmul.registers = target.registers;
   matmul.precision = model.bf16Products ? "bf16" : "f32";
-  switch (model.bf16Kernel) {
-  case CpuCostModel::Bf16Kernel::Vectors:
-    matmul.amx = "off";
-    break;
-  case CpuCostModel::Bf16Kernel::AmxTiles:
-    matmul.amx = "tiles";
-    break;
-  case CpuCostModel::Bf16Kernel::EmulatedAmxTiles:
-    matmul.amx = "emulate";
-    break;
-  }
+  matmul.amx = CpuCostModel::bf16KernelOption(model.bf16Kernel).str();
   matmul.l2Bytes = model.caches.l2Bytes;
   matmul.int16Dot = target.int16Dot;
   pm.addPass(createAttnMatmulToVector(matmul));

@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace attn {
 
@@ -140,6 +141,11 @@ struct CpuCostModel {
   /// per tile.
   int64_t attentionQueryTile = 64;
   int64_t attentionKeyTile = 64;
+
+  /// attn-matmul-to-vector's `amx` option for a kernel ("off", "tiles",
+  /// "emulate") and back.
+  static llvm::StringRef bf16KernelOption(Bf16Kernel kernel);
+  static std::optional<Bf16Kernel> parseBf16KernelOption(llvm::StringRef);
 
   /// The model of `target` with `caches`.
   static CpuCostModel forTarget(VectorTarget target, CacheSizes caches = {});

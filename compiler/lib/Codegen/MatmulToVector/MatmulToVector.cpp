@@ -31,8 +31,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
-#include "llvm/ADT/StringSwitch.h"
-
 using namespace mlir;
 
 namespace attn {
@@ -60,13 +58,8 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
                          << static_cast<int64_t>(lanes);
       return signalPassFailure();
     }
-    using Bf16Kernel = CpuCostModel::Bf16Kernel;
-    std::optional<Bf16Kernel> kernel =
-        llvm::StringSwitch<std::optional<Bf16Kernel>>(this->amx)
-            .Case("off", Bf16Kernel::Vectors)
-            .Case("tiles", Bf16Kernel::AmxTiles)
-            .Case("emulate", Bf16Kernel::EmulatedAmxTiles)
-            .Default(std::nullopt);
+    std::optional<CpuCostModel::Bf16Kernel> kernel =
+        CpuCostModel::parseBf16KernelOption(this->amx);
     if (!kernel) {
       module.emitError() << "attn-matmul-to-vector: unknown amx '" << this->amx
                          << "'; expected off, tiles or emulate";
