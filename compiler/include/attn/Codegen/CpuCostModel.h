@@ -86,9 +86,9 @@ struct CpuCostModel {
   /// Which instructions the packed kernel's bf16 products run on: vdpbf16ps
   /// on vector registers (PackedGemmBf16.cpp), or AMX tiles (tdpbf16ps,
   /// PackedGemmAmx.cpp) where the target has AMX-BF16. `EmulatedAmxTiles`
-  /// is the AMX kernel with each tile instruction done by AVX512-BF16
-  /// instructions on vector registers: it checks that kernel's loop nest,
-  /// packing and edges on CPUs without AMX (`attnc --amx emulate`), slowly.
+  /// is the AMX kernel with each tile instruction done by f32 vector
+  /// instructions: it checks that kernel's loop nest, packing and edges on
+  /// any AVX-512 CPU (`attnc --amx emulate`), slowly.
   enum class Bf16Kernel { Vectors, AmxTiles, EmulatedAmxTiles };
   Bf16Kernel bf16Kernel = Bf16Kernel::Vectors;
   bool amxKernel() const {
