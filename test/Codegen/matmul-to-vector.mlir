@@ -161,11 +161,36 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // CHECK:         } else {
 // CHECK:           call @__attn_sgemm_nt_16x32(
 
+// B stored [K, N]. Fewer rows than a register tile (one query's P V while
+// decoding): B is read in place, no pack; each step broadcasts an element
+// of A and adds it times a row of B. Groups of 4 rows take 2 vectors of
+// columns (8 accumulators), a single row 4 vectors along 2 chains of K
+// (8 accumulators, summed after the loop), then the last columns one
+// masked vector at a time.
 // CHECK-LABEL: func.func private @__attn_sgemm_nn_16x32(
-// CHECK-NOT:     vector.transpose
-// CHECK:         vector.transfer_read {{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>, vector<16xf32>
-// CHECK-NEXT:    vector.store
-// CHECK:         vector.fma
+// CHECK:         %[[FEW:.*]] = arith.cmpi ult, %{{.*}}, %c8
+// CHECK:         scf.if %[[FEW]] {
+// CHECK-NOT:       vector.store
+// CHECK:           scf.for {{.*}} step %c4 {
+// CHECK:             scf.for {{.*}} step %c32 {
+// CHECK:               scf.for {{.*}} step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-2:         vector.transfer_read %arg1{{.*}} {in_bounds = [true]}
+// CHECK-COUNT-4:         vector.broadcast
+// CHECK:             scf.for {{.*}} step %c16 {
+// CHECK:               vector.transfer_read %arg1{{.*}}, %cst : memref
+// CHECK:           scf.for {{.*}} step %c1 {
+// CHECK:             scf.for {{.*}} step %c64 {
+// CHECK:               %[[CHAINS:.*]]:8 = scf.for {{.*}} step %c2 iter_args(
+// CHECK-COUNT-8:         vector.fma
+// CHECK:               arith.addf %[[CHAINS]]#0, %[[CHAINS]]#4
+// CHECK:               scf.for {{.*}} step %c1 iter_args(
+// CHECK-COUNT-4:         vector.fma
+// CHECK-NOT:       vector.store
+// CHECK:         } else {
+// CHECK-NOT:       vector.transpose
+// CHECK:           vector.transfer_read {{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>, vector<16xf32>
+// CHECK-NEXT:      vector.store
+// CHECK:           vector.fma
 
 // With AVX2 (8 lanes, 16 registers) the tile is 6 x 16, 12 accumulators.
 // AVX2-LABEL: func.func private @__attn_sgemm_nt_8x16(

@@ -79,7 +79,7 @@ struct CpuCostModel {
 
   /// `attnc --precision bf16` (AVX512-BF16 only): the packed kernel rounds
   /// A and B to bf16 as it packs them and multiplies pairs of them with
-  /// vdpbf16ps, accumulating in f32 (PackedGemmBf16.cpp); the dot-product
+  /// vdpbf16ps, accumulating in f32 (PackedGemmBf16.cpp); the few-rows
   /// kernels below stay f32. Not a tuning choice but the user's, carried
   /// here so that every kernel of a module follows it.
   bool bf16Products = false;
@@ -107,6 +107,14 @@ struct CpuCostModel {
   /// to back as one sequential stream, `rowDotUnroll` vectors per step.
   int64_t streamedWeightElements = 1 << 18;
   int64_t rowDotUnroll = 4;
+
+  /// Few-rows kernel for B stored [K, N] (attention's P V while decoding,
+  /// AxpyKernels.cpp): groups of `dotRows` rows take two vectors of
+  /// columns; a single row takes `axpyRowVectors` vectors along
+  /// `axpyChains` chains of K, 8 accumulators, enough to hide an FMA's
+  /// latency at two FMAs a cycle (and few enough for 16 registers).
+  int64_t axpyRowVectors = 4;
+  int64_t axpyChains = 2;
 
   /// Products on the thread pool: split by column tiles when there are at
   /// least `parallelMatmulMinTiles` tiles and either `parallelMatmulWork`

@@ -38,12 +38,7 @@ void MatmulEmitter::emitDots(Value nBegin, Value nEnd) {
   Value span = arith::SubIOp::create(b, nEnd, nBegin);
   auto loop = [&](ImplicitLocOpBuilder &ib, Value from, Value to, int64_t step,
                   function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
-    scf::ForOp::create(ib, from, to, index(ib, step), ValueRange{},
-                       [&](OpBuilder &nb, Location loc, Value iv, ValueRange) {
-                         ImplicitLocOpBuilder lb(loc, nb);
-                         body(lb, iv);
-                         scf::YieldOp::create(lb);
-                       });
+    forLoop(ib, from, to, index(ib, step), body);
   };
   // Rows m0..m0+mr times the columns in tiles of nr, then one by one.
   auto columnTiles = [&](ImplicitLocOpBuilder &ib, Value m0, int64_t mr,
@@ -96,18 +91,8 @@ void MatmulEmitter::emitDots(Value nBegin, Value nEnd) {
        });
   loop(b, mFull, m, 1,
        [&](ImplicitLocOpBuilder &ib, Value m0) { rowGroup(ib, m0, 1); });
-  if (!epilogue)
-    return;
-  // The epilogue over the few rows just computed (still in cache), one
-  // vector at a time: the dot products end in scalars.
-  loop(b, index(0), m, 1, [&](ImplicitLocOpBuilder &ib, Value row) {
-    loop(ib, nBegin, nEnd, lanes, [&](ImplicitLocOpBuilder &jb, Value col) {
-      Value c = vector::TransferReadOp::create(jb, vecType, ops.c,
-                                               ValueRange{row, col}, zeroF,
-                                               ArrayRef<bool>{false});
-      storeEpilogue(jb, c, row, col, readRowVectors(jb, col));
-    });
-  });
+  if (epilogue)
+    emitEpilogueOverRows(nBegin, nEnd);
 }
 
 /// C[m, n] (+)= A[m, :] . W[n, :] for one row and one column, reading W's

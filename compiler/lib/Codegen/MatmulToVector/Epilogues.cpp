@@ -78,4 +78,19 @@ void MatmulEmitter::storeEpilogue(ImplicitLocOpBuilder &ib, Value acc,
       ValueRange{row, col}, ArrayRef<bool>{false});
 }
 
+/// The epilogue over the few rows a few-rows kernel just stored into C
+/// (still in cache), one vector at a time: dot products end in scalars.
+void MatmulEmitter::emitEpilogueOverRows(Value nBegin, Value nEnd) {
+  forLoop(b, index(0), rowsOfA(), index(1),
+          [&](ImplicitLocOpBuilder &ib, Value row) {
+            forLoop(ib, nBegin, nEnd, index(ib, lanes),
+                    [&](ImplicitLocOpBuilder &jb, Value col) {
+                      Value c = vector::TransferReadOp::create(
+                          jb, vecType, ops.c, ValueRange{row, col}, zeroF,
+                          ArrayRef<bool>{false});
+                      storeEpilogue(jb, c, row, col, readRowVectors(jb, col));
+                    });
+          });
+}
+
 } // namespace attn

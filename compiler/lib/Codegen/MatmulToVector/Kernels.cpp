@@ -5,9 +5,10 @@
 // an epilogue), internal, over dynamic sizes and strides (unit innermost
 // stride), computing a range of columns of C; each product calls one.
 // Inlining one copy per product instead made a large model's compile time
-// grow with its number of products. A kernel for B stored [N, K] chooses at
-// run time between dot products (fewer rows than a register tile) and the
-// packed loop nest.
+// grow with its number of products. A kernel for A stored [M, K] chooses at
+// run time between a few-rows kernel (fewer rows than a register tile: dot
+// products for B stored [N, K], scaled rows of B for B stored [K, N]) and
+// the packed loop nest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,19 +33,34 @@ void MatmulEmitter::emit(Value nBegin, Value nEnd) {
   zeroF = arith::ConstantOp::create(b, b.getF32FloatAttr(0));
   zeroV = arith::ConstantOp::create(
       b, DenseElementsAttr::get(vecType, b.getF32FloatAttr(0)));
-  if (!ops.transposedB || ops.transposedA)
+  if (ops.transposedA)
     return emitPacked(nBegin, nEnd);
-  // Fewer rows than a register tile (a decoding step's B tokens): packing
-  // W would cost more than the product; dot products along K instead.
+  // Fewer rows than a register tile (a decoding step's B tokens, one
+  // query's attention): packing B would cost more than the product, which
+  // reads B in place instead: dot products along K for B stored [N, K],
+  // rows of B scaled and summed for B stored [K, N].
   Value m = rowsOfA();
   Value few =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, m, index(rows));
   auto branch = scf::IfOp::create(b, few, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(branch.thenBlock());
-  emitDots(nBegin, nEnd);
+  if (ops.transposedB)
+    emitDots(nBegin, nEnd);
+  else
+    emitAxpyRows(nBegin, nEnd);
   b.setInsertionPointToStart(branch.elseBlock());
   emitPacked(nBegin, nEnd);
+}
+
+void forLoop(ImplicitLocOpBuilder &ib, Value from, Value to, Value step,
+             function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+  scf::ForOp::create(ib, from, to, step, ValueRange{},
+                     [&](OpBuilder &nb, Location loc, Value iv, ValueRange) {
+                       ImplicitLocOpBuilder lb(loc, nb);
+                       body(lb, iv);
+                       scf::YieldOp::create(lb);
+                     });
 }
 
 Value MatmulEmitter::index(int64_t v) {

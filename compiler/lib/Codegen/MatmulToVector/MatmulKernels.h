@@ -3,7 +3,8 @@
 // What the files of `attn-matmul-to-vector` share. A product becomes a call
 // of a kernel function, one per module and kind (Kernels.cpp), whose body
 // `MatmulEmitter` writes: the packed, register-tiled loop nest
-// (PackedGemm.cpp), dot products along K for a few rows (DotKernels.cpp),
+// (PackedGemm.cpp), dot products along K for a few rows (DotKernels.cpp)
+// or scaled rows of B for a few rows (AxpyKernels.cpp),
 // and a fused element-wise epilogue (Epilogues.cpp). A large product calls
 // its kernel through the runtime's thread pool (Dispatch.cpp). Every size
 // and threshold comes from the CPU cost model.
@@ -81,6 +82,12 @@ private:
                    mlir::Value n0, int64_t nr, mlir::Value k,
                    mlir::Value kFull);
 
+  // AxpyKernels.cpp: B stored [K, N], fewer rows than a register tile.
+  void emitAxpyRows(mlir::Value nBegin, mlir::Value nEnd);
+  void emitAxpyTile(mlir::ImplicitLocOpBuilder &ib, mlir::Value m0,
+                    int64_t mr, mlir::Value n0, int64_t vectors,
+                    int64_t chains, bool inBounds);
+
   // RowDotInt16.cpp: int8 W times a single row rounded to int16
   // (vpdpwssd, AVX512-VNNI).
   mlir::Value roundRowToInt16(mlir::ImplicitLocOpBuilder &ib, mlir::Value m,
@@ -152,6 +159,9 @@ private:
   void storeEpilogue(mlir::ImplicitLocOpBuilder &ib, mlir::Value acc,
                      mlir::Value row, mlir::Value col,
                      llvm::ArrayRef<mlir::Value> rowVectors);
+  /// The epilogue over all rows of C, columns [nBegin, nEnd), after a
+  /// few-rows kernel has stored C.
+  void emitEpilogueOverRows(mlir::Value nBegin, mlir::Value nEnd);
 
   mlir::Value index(int64_t v);
   mlir::Value index(mlir::ImplicitLocOpBuilder &ib, int64_t v);
@@ -174,6 +184,12 @@ private:
   mlir::VectorType vecType;
   mlir::Value zeroF, zeroV; // 0.0 and a vector of zeros, at the kernel's entry
 };
+
+/// scf.for from `from` to `to` by `step`, with no results, around `body`.
+void forLoop(mlir::ImplicitLocOpBuilder &ib, mlir::Value from, mlir::Value to,
+             mlir::Value step,
+             llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value)>
+                 body);
 
 /// A vector of bf16 widened to f32 (exactly: the bits shifted into the high
 /// half).
