@@ -1,6 +1,7 @@
 // RUN: attnc-opt %s --attn-matmul-to-vector --canonicalize | FileCheck %s
 // RUN: attnc-opt %s --attn-matmul-to-vector="threads=false" --canonicalize | FileCheck %s --check-prefix=SERIAL
 // RUN: attnc-opt %s --attn-matmul-to-vector="lanes=8 registers=16" --canonicalize | FileCheck %s --check-prefix=AVX2
+// RUN: attnc-opt %s --attn-matmul-to-vector="fma-units=2" --canonicalize | FileCheck %s --check-prefix=TWOFMA
 
 // Each 2-D f32 product on buffers becomes a call; the loop nest is one
 // internal function per kind of B, shared by every product of the module.
@@ -191,6 +192,15 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // CHECK:           vector.transfer_read {{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>, vector<16xf32>
 // CHECK-NEXT:      vector.store
 // CHECK:           vector.fma
+
+// With two FMA units the f32 tile is 6 x 64, 24 accumulators, and the
+// columns left of a range take 6 x 32 tiles.
+// TWOFMA-LABEL: func.func private @__attn_sgemm_nt_16x32(
+// TWOFMA:         scf.for {{.*}} step %c6 {
+// TWOFMA:           scf.for {{.*}} step %c64 {
+// TWOFMA-COUNT-24:      vector.fma {{.*}} : vector<16xf32>
+// TWOFMA:           scf.for {{.*}} step %c32 {
+// TWOFMA-COUNT-12:      vector.fma {{.*}} : vector<16xf32>
 
 // With AVX2 (8 lanes, 16 registers) the tile is 6 x 16, 12 accumulators.
 // AVX2-LABEL: func.func private @__attn_sgemm_nt_8x16(

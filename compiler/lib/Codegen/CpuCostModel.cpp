@@ -38,11 +38,26 @@ bool hasBf16Dot(llvm::StringRef target) {
   return hasFeature(target, "avx512f") && hasFeature(target, "avx512bf16");
 }
 
+/// 512-bit FMA units per core of the CPUs LLVM names: two on Intel's
+/// server cores (some low-end Xeon parts have one; nothing in the name
+/// says so), one on its client cores and on AMD's.
+static int64_t fmaUnitsFor(llvm::StringRef target) {
+  std::string name =
+      target == "host" ? llvm::sys::getHostCPUName().str() : target.str();
+  return llvm::StringSwitch<int64_t>(name)
+      .Cases({"skylake-avx512", "cascadelake", "cooperlake", "icelake-server",
+              "sapphirerapids", "emeraldrapids", "graniterapids",
+              "graniterapids-d"},
+             2)
+      .Default(1);
+}
+
 VectorTarget vectorTargetFor(llvm::StringRef target) {
   if (hasFeature(target, "avx512f"))
     return VectorTarget{16, 32, hasFeature(target, "avx512vnni"),
                         hasFeature(target, "amx-tile") &&
-                            hasFeature(target, "amx-bf16")};
+                            hasFeature(target, "amx-bf16"),
+                        fmaUnitsFor(target)};
   return VectorTarget{8, 16};
 }
 
@@ -121,15 +136,25 @@ CpuCostModel::parseBf16KernelOption(llvm::StringRef option) {
   return std::nullopt;
 }
 
-CpuCostModel CpuCostModel::forTarget(VectorTarget target, CacheSizes caches) {
+CpuCostModel CpuCostModel::forTarget(VectorTarget target, CacheSizes caches,
+                                     bool bf16Products) {
   CpuCostModel model;
   model.target = target;
   model.caches = caches;
+  model.bf16Products = bf16Products;
   // With 16 registers, 6 x 2 accumulators and 2 x 4 dot-product groups
   // leave room for the vectors of B (or W) and A each step reads.
   bool wide = target.registers >= 32;
   model.tileRows = wide ? 8 : 6;
-  model.tileCols = 2 * target.lanes;
+  model.fewRowsBelow = model.tileRows;
+  model.splitCols = 2 * target.lanes;
+  model.tileCols = model.splitCols;
+  // Two FMA units: 6 x 4 vectors for f32 (the bf16 kernels pack pairs for
+  // two vectors, and AMX's blocks are 32 columns).
+  if (wide && target.fmaUnits >= 2 && !bf16Products) {
+    model.tileRows = 6;
+    model.tileCols = 4 * target.lanes;
+  }
   model.dotCols = wide ? 4 : 2;
   model.singleRowDotCols = 2 * model.dotCols;
   // B's packed block a quarter of L2, the transposed-A case's half.

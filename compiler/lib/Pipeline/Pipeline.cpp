@@ -136,6 +136,7 @@ static void buildLoopsPipeline(OpPassManager &pm, const CpuCostModel &model) {
   matmul.amx = CpuCostModel::bf16KernelOption(model.bf16Kernel).str();
   matmul.l2Bytes = model.caches.l2Bytes;
   matmul.int16Dot = target.int16Dot;
+  matmul.fmaUnits = target.fmaUnits;
   pm.addPass(createAttnMatmulToVector(matmul));
   AttnVectorizeLinalgOptions vectorize;
   vectorize.lanes = target.lanes;
@@ -295,8 +296,8 @@ static void buildLLVMPipeline(OpPassManager &pm, bool amxTiles) {
 }
 
 CpuCostModel cpuCostModel(const PipelineOptions &options) {
-  CpuCostModel model = CpuCostModel::forTarget(options.target);
-  model.bf16Products = options.precision == "bf16";
+  CpuCostModel model = CpuCostModel::forTarget(
+      options.target, /*bf16Products=*/options.precision == "bf16");
   using Bf16Kernel = CpuCostModel::Bf16Kernel;
   if (!model.bf16Products)
     return model;

@@ -32,11 +32,16 @@ struct VectorTarget {
   /// (PackedGemmAmx.cpp), which `--precision bf16` uses for its packed
   /// products.
   bool amxBf16 = false;
+  /// 512-bit FMAs a core starts per cycle: 2 on Intel's server cores with
+  /// AVX-512 (Skylake-SP to Granite Rapids), 1 on AMD Zen 4 (which splits
+  /// them into 256-bit halves) and wherever the CPU is not known.
+  int64_t fmaUnits = 1;
 };
 
 /// The vector target of an attnc `--target` ("host", "x86-64-v3",
 /// "x86-64-v4", an LLVM CPU name); "host" asks the build machine for
-/// AVX-512F, AVX512-VNNI and AMX-BF16.
+/// AVX-512F, AVX512-VNNI and AMX-BF16, and its FMA units follow the name
+/// LLVM gives its CPU.
 VectorTarget vectorTargetFor(llvm::StringRef target);
 
 /// The per-core caches the packed products block for.
@@ -60,11 +65,17 @@ struct CpuCostModel {
   CacheSizes caches;
 
   /// Matrix products (attn-matmul-to-vector), packed kernel: a register
-  /// tile of `tileRows` x `tileCols` f32 accumulators, `tileCols` being two
-  /// vectors. With 32 registers 8 x 2 accumulators leave room for the two
-  /// B vectors and the broadcast of A; with 16, 6 x 2.
+  /// tile of `tileRows` x `tileCols` f32 accumulators. With 32 registers
+  /// 8 x 2 vectors leave room for the two B vectors and the broadcast of A;
+  /// with 16, 6 x 2. With two FMA units (f32 products on AVX-512) 6 x 4:
+  /// 24 FMAs for 4 loads of B and 6 broadcasts, where 8 x 2's 16 FMAs and
+  /// 10 loads left the 4-wide issue, not the FMA units, the limit.
   int64_t tileRows = 8;
   int64_t tileCols = 32;
+  /// Columns the products split into: the thread pool's unit (Dispatch.cpp)
+  /// and the narrow tile at a range's end (tileRows x splitCols), two
+  /// vectors, so that ranges of N = 192 split evenly over 2 threads.
+  int64_t splitCols = 32;
   /// Blocks of B packed at a time (N x K): a quarter of L2, which stays
   /// there while rows of A stream through L1 (tuned on Zen 4's 1 MiB L2:
   /// 512 x 128 f32, 256 KiB); blockN follows the L2 size.
@@ -95,7 +106,12 @@ struct CpuCostModel {
     return bf16Products && bf16Kernel != Bf16Kernel::Vectors;
   }
 
-  /// Dot-product kernel (B stored [N, K] and fewer rows than `tileRows`):
+  /// Products of fewer rows than this take the few-rows kernels below
+  /// instead of the packed one: 8 (6 with 16 registers), whatever the
+  /// register tile, since at 8 rows (8 sequences decoding) two groups of
+  /// dot products beat a 6-row tile and two 1-row tiles.
+  int64_t fewRowsBelow = 8;
+  /// Dot-product kernel (B stored [N, K], fewer than `fewRowsBelow` rows):
   /// groups of `dotRows` rows x `dotCols` columns of vector accumulators
   /// along K, so W is read once per group of rows; a single row takes
   /// `singleRowDotCols` columns, which keeps more rows of W in flight.
@@ -116,12 +132,13 @@ struct CpuCostModel {
   int64_t axpyRowVectors = 4;
   int64_t axpyChains = 2;
 
-  /// Products on the thread pool: split by column tiles when there are at
-  /// least `parallelMatmulMinTiles` tiles and either `parallelMatmulWork`
-  /// multiply-adds or a B of `parallelMatmulWeights` elements. Smaller
-  /// products (attention's tiles) would spend more waking the pool than
-  /// computing; a decoding step's products are few multiply-adds but
-  /// stream all of B from memory, which two cores read faster than one.
+  /// Products on the thread pool: split by `splitCols` columns when there
+  /// are at least `parallelMatmulMinTiles` of them and either
+  /// `parallelMatmulWork` multiply-adds or a B of `parallelMatmulWeights`
+  /// elements. Smaller products (attention's tiles) would spend more waking
+  /// the pool than computing; a decoding step's products are few
+  /// multiply-adds but stream all of B from memory, which two cores read
+  /// faster than one.
   int64_t parallelMatmulWork = 1 << 20;
   int64_t parallelMatmulWeights = 1 << 16;
   int64_t parallelMatmulMinTiles = 2;
@@ -155,11 +172,14 @@ struct CpuCostModel {
   static llvm::StringRef bf16KernelOption(Bf16Kernel kernel);
   static std::optional<Bf16Kernel> parseBf16KernelOption(llvm::StringRef);
 
-  /// The model of `target` with `caches`.
-  static CpuCostModel forTarget(VectorTarget target, CacheSizes caches = {});
+  /// The model of `target` with `caches`, for f32 or bf16 products.
+  static CpuCostModel forTarget(VectorTarget target, CacheSizes caches = {},
+                                bool bf16Products = false);
   /// The model of an attnc `--target`.
-  static CpuCostModel forTarget(llvm::StringRef target) {
-    return forTarget(vectorTargetFor(target), cacheSizesFor(target));
+  static CpuCostModel forTarget(llvm::StringRef target,
+                                bool bf16Products = false) {
+    return forTarget(vectorTargetFor(target), cacheSizesFor(target),
+                     bf16Products);
   }
 };
 

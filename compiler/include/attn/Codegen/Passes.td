@@ -130,6 +130,10 @@ def AttnMatmulToVector : Pass<"attn-matmul-to-vector", "::mlir::ModuleOp"> {
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1048576",
            "L2 cache bytes per core, which the packed blocks of B follow "
            "(CpuCostModel)">,
+    Option<"fmaUnits", "fma-units", "int64_t", /*default=*/"1",
+           "512-bit FMAs a core starts per cycle (2: Intel server cores), "
+           "which widens the f32 register tile to 6 x 4 vectors "
+           "(CpuCostModel)">,
     Option<"int16Dot", "int16-dot", "bool", /*default=*/"false",
            "The target has AVX512-VNNI's vpdpwssd: a single row times int8 "
            "weights is rounded to int16 and multiplied on integers"

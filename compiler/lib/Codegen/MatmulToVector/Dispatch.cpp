@@ -1,8 +1,8 @@
 //===- Dispatch.cpp - Large products on the thread pool -------------------===//
 //
 // The entry of a kernel's products: the kernel over every column of C, or,
-// for a product the cost model deems large enough, ranges of column tiles
-// run as tasks on the calling context's thread pool (ThreadPoolCall.h).
+// for a product the cost model deems large enough, ranges of columns (in
+// units of the cost model's split columns) run as tasks on the calling context's thread pool (ThreadPoolCall.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +35,7 @@ static SmallVector<Type> bufferTypes(func::FuncOp kernel) {
 
 /// The loop body the pool runs, `void task(void *arg, int64_t begin,
 /// int64_t end)`: `arg` holds the descriptors of the kernel's buffers;
-/// [begin, end) is a range of column tiles.
+/// [begin, end) is a range of the cost model's split columns.
 static func::FuncOp getOrCreateTask(ModuleOp module, func::FuncOp kernel,
                                     int32_t buffers,
                                     const CpuCostModel &model) {
@@ -51,7 +51,7 @@ static func::FuncOp getOrCreateTask(ModuleOp module, func::FuncOp kernel,
   SmallVector<Value> operands =
       loadTaskArguments(b, taskArgumentsType(context, buffers),
                         entry->getArgument(0), bufferTypes(kernel));
-  Value cols = arith::ConstantIndexOp::create(b, model.tileCols);
+  Value cols = arith::ConstantIndexOp::create(b, model.splitCols);
   auto toIndex = [&](Value v) {
     return arith::IndexCastOp::create(b, b.getIndexType(), v);
   };
@@ -89,11 +89,11 @@ func::FuncOp getOrCreateDispatcher(ModuleOp module, func::FuncOp kernel,
   Value m = memref::DimOp::create(b, a, transposedA ? 1 : 0);
   Value k = memref::DimOp::create(b, a, transposedA ? 0 : 1);
   Value n = memref::DimOp::create(b, c, 1);
-  Value cols = arith::ConstantIndexOp::create(b, model.tileCols);
+  Value cols = arith::ConstantIndexOp::create(b, model.splitCols);
   Value tiles = arith::DivUIOp::create(
       b,
       arith::AddIOp::create(
-          b, n, arith::ConstantIndexOp::create(b, model.tileCols - 1)),
+          b, n, arith::ConstantIndexOp::create(b, model.splitCols - 1)),
       cols);
   // The pool pays for products of many multiply-adds, and for those that
   // stream a large B from memory, which several cores read faster.

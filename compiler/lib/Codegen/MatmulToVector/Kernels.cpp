@@ -35,13 +35,13 @@ void MatmulEmitter::emit(Value nBegin, Value nEnd) {
       b, DenseElementsAttr::get(vecType, b.getF32FloatAttr(0)));
   if (ops.transposedA)
     return emitPacked(nBegin, nEnd);
-  // Fewer rows than a register tile (a decoding step's B tokens, one
-  // query's attention): packing B would cost more than the product, which
-  // reads B in place instead: dot products along K for B stored [N, K],
-  // rows of B scaled and summed for B stored [K, N].
+  // Few rows (a decoding step's B tokens, one query's attention): packing
+  // B would cost more than the product, which reads B in place instead:
+  // dot products along K for B stored [N, K], rows of B scaled and summed
+  // for B stored [K, N].
   Value m = rowsOfA();
-  Value few =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, m, index(rows));
+  Value few = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, m,
+                                    index(model.fewRowsBelow));
   auto branch = scf::IfOp::create(b, few, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(branch.thenBlock());

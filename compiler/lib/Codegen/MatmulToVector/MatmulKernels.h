@@ -108,7 +108,7 @@ private:
   void emitTile(mlir::ImplicitLocOpBuilder &ib, mlir::Value packed,
                 mlir::Value panel, mlir::Value m0, mlir::Value n0,
                 mlir::Value n1, mlir::Value k0, mlir::Value kc, mlir::Value k,
-                int64_t mr);
+                int64_t mr, int64_t nv);
   void storeBlock(mlir::ImplicitLocOpBuilder &ib, mlir::Value k0,
                   mlir::Value kc, mlir::Value k,
                   llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> storeC,
@@ -118,7 +118,7 @@ private:
                                     mlir::Value packed, mlir::Value panel,
                                     llvm::ArrayRef<mlir::Value> rowIdx,
                                     mlir::Value n1, mlir::Value k0,
-                                    mlir::Value kc, int64_t mr,
+                                    mlir::Value kc, int64_t mr, int64_t nv,
                                     mlir::ValueRange acc);
 
   // PackedGemmBf16.cpp: the same loop nest on bf16 pairs (vdpbf16ps).

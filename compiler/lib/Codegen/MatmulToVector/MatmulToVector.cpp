@@ -11,8 +11,9 @@
 // matches the products and replaces each with its call.
 //
 // With AVX-512 (16 lanes, 32 registers) the register tile is 8 x 32: 16
-// accumulators, 2 B vectors and a broadcast per k, 16 FMAs. With AVX2 (8
-// lanes, 16 registers) it is 6 x 16: 12 accumulators (CpuCostModel.h). M
+// accumulators, 2 B vectors and a broadcast per k, 16 FMAs; with two FMA
+// units (`fma-units=2`) 6 x 64 for f32, 24 FMAs. With AVX2 (8 lanes, 16
+// registers) it is 6 x 16: 12 accumulators (CpuCostModel.h). M
 // (B * T) is dynamic; N and K are usually static, and any of them may be
 // dynamic.
 //
@@ -44,14 +45,14 @@ struct MatmulToVectorPass : impl::AttnMatmulToVectorBase<MatmulToVectorPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    CpuCostModel model = CpuCostModel::forTarget(
-        VectorTarget{lanes, registers, int16Dot}, CacheSizes{l2Bytes});
     if (precision != "f32" && precision != "bf16") {
       module.emitError() << "attn-matmul-to-vector: unknown precision '"
                          << precision << "'; expected f32 or bf16";
       return signalPassFailure();
     }
-    model.bf16Products = precision == "bf16";
+    CpuCostModel model = CpuCostModel::forTarget(
+        VectorTarget{lanes, registers, int16Dot, /*amxBf16=*/false, fmaUnits},
+        CacheSizes{l2Bytes}, precision == "bf16");
     if (model.bf16Products && lanes != 16) {
       module.emitError() << "attn-matmul-to-vector: bf16 products need "
                             "AVX512-BF16's 16-lane vectors, not "

@@ -6,14 +6,16 @@
 //     for k0 in [0, K) step KC:
 //       pack B[k0:k0+KC, n0:n0+NC] into a 64-byte-aligned KC x NC buffer,
 //         zero-padded to whole register tiles (transposing W on the way)
-//       for m0 in [0, M - M % MR) step MR:  MR x NR register tile, NR = 2 lanes
+//       for m0 in [0, M - M % MR) step MR:  MR x NR register tile, NR = 2
+//                                           or 4 vectors
 //         (A stored [K, M]: pack A[k0:k0+KC, m0:m0+MR] into a KC x MR panel)
 //         for n1 in [0, nc) step NR:
-//           MR x 2 vector accumulators <- C (masked past N)
+//           MR x NR accumulators <- C (masked past N)
 //           for k in [0, kc): acc[i][j] = fma(broadcast A[m0+i, k0+k],
 //                                             Bp[k, n1 + j*lanes], acc[i][j])
 //           C <- accumulators (masked past N)
-//       the M % MR rows left: the same with a 1-row tile
+//         the columns left: the same with tiles of 2 vectors
+//       the M % MR rows left: the same with 2-row tiles, then a 1-row tile
 //
 // (bf16 products on AMX replace the loops over m0 and n1 with blocks of
 // 32 x 32 on AMX tiles: PackedGemmAmx.cpp.)
@@ -84,6 +86,11 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
   // Rows covered by whole MR-row tiles.
   Value fullRows =
       arith::SubIOp::create(b, m, arith::RemSIOp::create(b, m, index(rows)));
+  // The rows left in tiles of 2 (twice the accumulators of a single row's,
+  // and half its reads of B), then at most one row.
+  Value pairRows =
+      arith::SubIOp::create(b, m, arith::RemSIOp::create(b, m, index(2)));
+  pairRows = arith::MaxSIOp::create(b, pairRows, fullRows);
   scf::ForOp::create(
       b, nBegin, nEnd, index(blockN), ValueRange{},
       [&](OpBuilder &nb, Location loc, Value n0, ValueRange) {
@@ -112,19 +119,25 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
                         emitPanelBf16(ob, panel, m0, k0, kc, mr);
                       else if (panel)
                         emitPanel(ob, panel, m0, k0, kc, mr);
-                      scf::ForOp::create(ob, index(0), nc, index(cols),
-                                         ValueRange{},
-                                         [&](OpBuilder &tb, Location loc,
-                                             Value n1, ValueRange) {
-                                           ImplicitLocOpBuilder tib(loc, tb);
-                                           emitTile(tib, packed, panel, m0, n0,
-                                                    n1, k0, kc, k, mr);
-                                           scf::YieldOp::create(tib);
-                                         });
+                      // Whole register tiles, then narrow ones to the end
+                      // of the range (a multiple of splitCols, or N).
+                      Value nFull = arith::SubIOp::create(
+                          ob, nc, arith::RemSIOp::create(ob, nc, index(cols)));
+                      auto tiles = [&](Value from, Value to, int64_t width) {
+                        forLoop(ob, from, to, index(width),
+                                [&](ImplicitLocOpBuilder &tib, Value n1) {
+                                  emitTile(tib, packed, panel, m0, n0, n1, k0,
+                                           kc, k, mr, width / lanes);
+                                });
+                      };
+                      tiles(index(0), nFull, cols);
+                      tiles(nFull, nc, model.splitCols);
                       scf::YieldOp::create(ob);
                     });
               };
               if (amx) {
+                assert(cols == kAmxBlock &&
+                       "AMX blocks step by the pack's column tiles");
                 scf::ForOp::create(
                     jb, index(0), m, index(kAmxBlock), ValueRange{},
                     [&](OpBuilder &mb, Location loc, Value m0, ValueRange) {
@@ -143,7 +156,8 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
                     });
               } else {
                 rowLoop(index(0), fullRows, rows);
-                rowLoop(fullRows, m, 1);
+                rowLoop(fullRows, pairRows, 2);
+                rowLoop(pairRows, m, 1);
               }
               scf::YieldOp::create(jb);
             });
@@ -248,15 +262,17 @@ void MatmulEmitter::emitPack(ImplicitLocOpBuilder &ib, Value packed, Value n0,
       });
 }
 
-/// One mr x cols register tile at rows m0.., columns n0 + n1.., over the
+/// One mr x nv-vector register tile at rows m0.., columns n0 + n1.., over the
 /// packed k block [k0, k0 + kc) of [0, k); A's elements from `panel` when
 /// A is stored [K, M]. With zeroInit the first block starts from zeros; with
 /// an epilogue the last block stores epilogue(tile) into its output instead
 /// of storing C.
 void MatmulEmitter::emitTile(ImplicitLocOpBuilder &ib, Value packed,
                              Value panel, Value m0, Value n0, Value n1,
-                             Value k0, Value kc, Value k, int64_t mr) {
-  int64_t nv = cols / lanes;
+                             Value k0, Value kc, Value k, int64_t mr,
+                             int64_t nv) {
+  assert((!bf16Products || nv * lanes == cols) &&
+         "bf16 tiles are the pack's two vectors of pairs");
   SmallVector<Value> rowIdx, colIdx;
   for (int64_t i = 0; i < mr; ++i)
     rowIdx.push_back(i ? arith::AddIOp::create(ib, m0, index(ib, i)) : m0);
@@ -292,7 +308,8 @@ void MatmulEmitter::emitTile(ImplicitLocOpBuilder &ib, Value packed,
   scf::ForOp loop =
       bf16Products
           ? emitTileProductsBf16(ib, packed, panel, n1, kc, mr, acc)
-          : emitTileProducts(ib, packed, panel, rowIdx, n1, k0, kc, mr, acc);
+          : emitTileProducts(ib, packed, panel, rowIdx, n1, k0, kc, mr, nv,
+                             acc);
   auto storeC = [&](ImplicitLocOpBuilder &sb) {
     for (int64_t i = 0; i < mr; ++i)
       for (int64_t j = 0; j < nv; ++j)
@@ -335,8 +352,7 @@ scf::ForOp MatmulEmitter::emitTileProducts(ImplicitLocOpBuilder &ib,
                                            Value packed, Value panel,
                                            ArrayRef<Value> rowIdx, Value n1,
                                            Value k0, Value kc, int64_t mr,
-                                           ValueRange acc) {
-  int64_t nv = cols / lanes;
+                                           int64_t nv, ValueRange acc) {
   return scf::ForOp::create(
       ib, index(ib, 0), kc, index(ib, 1), acc,
       [&](OpBuilder &kb, Location loc, Value kk, ValueRange state) {
