@@ -201,6 +201,15 @@ func.func @weight_grad(%dy: memref<?x576xf32>, %x: memref<?x192xf32>, %c: memref
 // TWOFMA-COUNT-24:      vector.fma {{.*}} : vector<16xf32>
 // TWOFMA:           scf.for {{.*}} step %c32 {
 // TWOFMA-COUNT-12:      vector.fma {{.*}} : vector<16xf32>
+// A stored [K, M]: blocks of 512 columns 128 deep, panels of 6 rows, and
+// after the 6-row tiles 2-row ones, then one row.
+// TWOFMA-LABEL: func.func private @__attn_sgemm_tn_16x32(
+// TWOFMA:         memref.alloca() {alignment = 64 : i64} : memref<128x6xf32>
+// TWOFMA:         scf.for {{.*}} step %c512 {
+// TWOFMA:           scf.for {{.*}} step %c128 {
+// TWOFMA:             scf.for {{.*}} step %c6 {
+// TWOFMA:             scf.for {{.*}} step %c2 {
+// TWOFMA:               scf.for {{.*}} -> ({{((vector<16xf32>, ){7})vector<16xf32>}}) {
 
 // With AVX2 (8 lanes, 16 registers) the tile is 6 x 16, 12 accumulators.
 // AVX2-LABEL: func.func private @__attn_sgemm_nt_8x16(

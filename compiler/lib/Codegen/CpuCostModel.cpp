@@ -151,18 +151,24 @@ CpuCostModel CpuCostModel::forTarget(VectorTarget target, CacheSizes caches,
   model.tileCols = model.splitCols;
   // Two FMA units: 6 x 4 vectors for f32 (the bf16 kernels pack pairs for
   // two vectors, and AMX's blocks are 32 columns).
-  if (wide && target.fmaUnits >= 2 && !bf16Products) {
+  bool twoUnitTile = wide && target.fmaUnits >= 2 && !bf16Products;
+  if (twoUnitTile) {
     model.tileRows = 6;
     model.tileCols = 4 * target.lanes;
   }
   model.dotCols = wide ? 4 : 2;
   model.singleRowDotCols = 2 * model.dotCols;
-  // B's packed block a quarter of L2, the transposed-A case's half.
+  // B's packed block a quarter of L2, the transposed-A case's half (but
+  // below).
   model.blockN = columnsIn(caches.l2Bytes / 4, model.blockK, model.tileCols,
                            2 * model.tileCols, 512);
-  model.blockNTransposedA =
-      columnsIn(caches.l2Bytes / 2, model.blockKTransposedA, model.tileCols,
-                4 * model.tileCols, 1024);
+  // With 6 x 64 tiles A stored [K, M] measured 10-20 % faster in blocks
+  // 128 deep and a quarter of L2 (512 x 128 at 1 MiB).
+  if (twoUnitTile)
+    model.blockKTransposedA = 128;
+  model.blockNTransposedA = columnsIn(
+      caches.l2Bytes / (twoUnitTile ? 4 : 2), model.blockKTransposedA,
+      model.tileCols, 4 * model.tileCols, 1024);
   return model;
 }
 
