@@ -158,8 +158,8 @@ CpuCostModel CpuCostModel::forTarget(VectorTarget target, CacheSizes caches,
   }
   model.dotCols = wide ? 4 : 2;
   model.singleRowDotCols = 2 * model.dotCols;
-  // B's packed block a quarter of L2, the transposed-A case's half (but
-  // below).
+  // B's packed block a quarter of L2; the transposed-A case's half, or a
+  // quarter with 6 x 64 tiles (below).
   model.blockN = columnsIn(caches.l2Bytes / 4, model.blockK, model.tileCols,
                            2 * model.tileCols, 512);
   // With 6 x 64 tiles A stored [K, M] measured 10-20 % faster in blocks

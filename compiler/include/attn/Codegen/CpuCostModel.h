@@ -107,9 +107,8 @@ struct CpuCostModel {
   }
 
   /// Products of fewer rows than this take the few-rows kernels below
-  /// instead of the packed one: 8 (6 with 16 registers), whatever the
-  /// register tile, since at 8 rows (8 sequences decoding) two groups of
-  /// dot products beat a 6-row tile and two 1-row tiles.
+  /// instead of the packed one: 8 (6 with 16 registers), the register
+  /// tile's rows they were tuned against, also where the tile is 6 x 64.
   int64_t fewRowsBelow = 8;
   /// Dot-product kernel (B stored [N, K], fewer than `fewRowsBelow` rows):
   /// groups of `dotRows` rows x `dotCols` columns of vector accumulators

@@ -110,8 +110,9 @@ def AttnMatmulToVector : Pass<"attn-matmul-to-vector", "::mlir::ModuleOp"> {
     loop nest (with `precision=bf16 amx=tiles`, on AMX tiles): blocks of B packed into an aligned buffer with B^T
     transposed on the way, and a register tile of vector accumulators
     updated with `vector.fma` per k; the rows left over below the tile run
-    a 1-row tile, the columns past N are masked. With fewer rows than a
-    tile and B stored [N, K], dot products along K instead. A zero fill
+    2-row tiles, then a 1-row tile, the columns past N are masked. With
+    few rows (below 8, or 6 with 16 registers), dot products along K for
+    B stored [N, K], scaled rows of B for B stored [K, N] instead. A zero fill
     before the product and an epilogue marked by
     `attn-group-matmul-epilogues` after it are folded into the kernel. The
     loop nest is one internal function per module and kind of product

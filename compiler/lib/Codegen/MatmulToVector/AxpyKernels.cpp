@@ -1,14 +1,14 @@
 //===- AxpyKernels.cpp - Few rows times B stored [K, N] -------------------===//
 //
-// C[m, :] += sum_k A[m, k] B[k, :] with B stored [K, N] and fewer rows than
-// a register tile (attention's P V while decoding: one query's
-// probabilities times a tile of values): each step broadcasts one element
-// of A and adds it times a row of B to vector accumulators, reading B in
-// place. The packed kernel would first copy B into a pack, reading and
-// writing all of it for a product that reads it once, and its one-row
-// tiles keep too few accumulators in flight to hide an FMA's latency; here
-// a single row keeps several columns of vectors along several chains of K.
-// Like the dot-product kernels these stay f32 under `--precision bf16`.
+// C[m, :] += sum_k A[m, k] B[k, :] with B stored [K, N] and few rows (below the
+// cost model's fewRowsBelow; attention's P V while decoding: one query's
+// probabilities times a tile of values): each step broadcasts one element of A
+// and adds it times a row of B to vector accumulators, reading B in place. The
+// packed kernel would first copy B into a pack, reading and writing all of it
+// for a product that reads it once, and its one-row tiles keep too few
+// accumulators in flight to hide an FMA's latency; here a single row keeps
+// several columns of vectors along several chains of K. Like the dot-product
+// kernels these stay f32 under `--precision bf16`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,8 +43,8 @@ void MatmulEmitter::emitAxpyRows(Value nBegin, Value nEnd) {
               emitAxpyTile(jb, m0, mr, n0, vectors, chains, /*inBounds=*/true);
             });
     // Past nFull: whole vectors up to nEnd, which is N or a multiple of
-    // the register tile's columns (the dispatcher's split), so a vector
-    // masked at N never writes another thread's columns.
+    // the split columns (the dispatcher's unit), so a vector masked at N
+    // never writes another thread's columns.
     forLoop(ib, nFull, nEnd, index(ib, lanes),
             [&](ImplicitLocOpBuilder &jb, Value n0) {
               emitAxpyTile(jb, m0, mr, n0, 1, chains, /*inBounds=*/false);

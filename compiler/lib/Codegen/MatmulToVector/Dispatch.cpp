@@ -2,7 +2,8 @@
 //
 // The entry of a kernel's products: the kernel over every column of C, or,
 // for a product the cost model deems large enough, ranges of columns (in
-// units of the cost model's split columns) run as tasks on the calling context's thread pool (ThreadPoolCall.h).
+// units of the cost model's split columns) run as tasks on the calling
+// context's thread pool (ThreadPoolCall.h).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,14 +1,14 @@
 //===- DotKernels.cpp - Dot products along K for few rows -----------------===//
 //
-// C[m, n] += A[m, :] . W[n, :] with B stored as W[N, K] and fewer rows than
-// a register tile (a decoding step's B tokens): packing W would cost as
-// much as the product, so the kernel takes dot products along K, groups of
-// rows x columns of vector accumulators (W read once per group of rows),
-// and one horizontal reduction per element of C. A single row reads W at
-// memory speed: while W stays in cache it takes twice the columns, which
-// keeps more rows of W in flight; a larger W streams from memory, and each
-// element of C is then one dot product reading its row of W front to back,
-// so that the loop over columns reads W as one sequential stream.
+// C[m, n] += A[m, :] . W[n, :] with B stored as W[N, K] and few rows (below the
+// cost model's fewRowsBelow: a decoding step's B tokens): packing W would cost
+// as much as the product, so the kernel takes dot products along K, groups of
+// rows x columns of vector accumulators (W read once per group of rows), and
+// one horizontal reduction per element of C. A single row reads W at memory
+// speed: while W stays in cache it takes twice the columns, which keeps more
+// rows of W in flight; a larger W streams from memory, and each element of C is
+// then one dot product reading its row of W front to back, so that the loop
+// over columns reads W as one sequential stream.
 //
 //===----------------------------------------------------------------------===//
 

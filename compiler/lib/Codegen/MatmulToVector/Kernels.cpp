@@ -6,9 +6,9 @@
 // stride), computing a range of columns of C; each product calls one.
 // Inlining one copy per product instead made a large model's compile time
 // grow with its number of products. A kernel for A stored [M, K] chooses at
-// run time between a few-rows kernel (fewer rows than a register tile: dot
-// products for B stored [N, K], scaled rows of B for B stored [K, N]) and
-// the packed loop nest.
+// run time between a few-rows kernel (below the cost model's fewRowsBelow:
+// dot products for B stored [N, K], scaled rows of B for B stored [K, N])
+// and the packed loop nest.
 //
 //===----------------------------------------------------------------------===//
 

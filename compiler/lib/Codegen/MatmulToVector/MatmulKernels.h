@@ -67,7 +67,7 @@ private:
   mlir::Value readWeights(mlir::ImplicitLocOpBuilder &ib, mlir::Value n,
                           mlir::Value k, bool inBounds, bool scaled = true);
 
-  // DotKernels.cpp: B stored as W[N, K], fewer rows than a register tile.
+  // DotKernels.cpp: B stored as W[N, K], few rows.
   void emitDots(mlir::Value nBegin, mlir::Value nEnd);
   bool blockwiseRowDot() const;
   mlir::Value rowDotBlock(mlir::ImplicitLocOpBuilder &ib, mlir::Value m,
@@ -82,7 +82,7 @@ private:
                    mlir::Value n0, int64_t nr, mlir::Value k,
                    mlir::Value kFull);
 
-  // AxpyKernels.cpp: B stored [K, N], fewer rows than a register tile.
+  // AxpyKernels.cpp: B stored [K, N], few rows.
   void emitAxpyRows(mlir::Value nBegin, mlir::Value nEnd);
   void emitAxpyTile(mlir::ImplicitLocOpBuilder &ib, mlir::Value m0,
                     int64_t mr, mlir::Value n0, int64_t vectors,

@@ -4,8 +4,8 @@
 // (B may be stored transposed, as linear layers keep W[out, in]; A may be
 // stored transposed, as a weight gradient dY^T X reads dY[rows, out])
 // becomes a call of a kernel function (MatmulKernels.h): the packed,
-// register-tiled loop nest, or dot products along K when there are fewer
-// rows than a register tile and B is stored [N, K]. A zero fill of C right
+// register-tiled loop nest, or for few rows dot products along K (B stored
+// [N, K]) or scaled rows of B (B stored [K, N]). A zero fill of C right
 // before the product and an epilogue marked by attn-group-matmul-epilogues
 // right after it are folded into the kernel. This file is the pass: it
 // matches the products and replaces each with its call.
