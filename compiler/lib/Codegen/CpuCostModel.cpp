@@ -146,7 +146,7 @@ CpuCostModel CpuCostModel::forTarget(VectorTarget target, CacheSizes caches,
   // leave room for the vectors of B (or W) and A each step reads.
   bool wide = target.registers >= 32;
   model.tileRows = wide ? 8 : 6;
-  model.fewRowsBelow = model.tileRows;
+  model.fewRowsBelow = wide ? 8 : 6;
   model.splitCols = 2 * target.lanes;
   model.tileCols = model.splitCols;
   // Two FMA units: 6 x 4 vectors for f32 (the bf16 kernels pack pairs for

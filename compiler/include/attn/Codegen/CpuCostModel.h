@@ -124,8 +124,8 @@ struct CpuCostModel {
   int64_t rowDotUnroll = 4;
 
   /// Few-rows kernel for B stored [K, N] (attention's P V while decoding,
-  /// AxpyKernels.cpp): groups of `dotRows` rows take two vectors of
-  /// columns; a single row takes `axpyRowVectors` vectors along
+  /// AxpyKernels.cpp): groups of `dotRows` rows take the register tile's
+  /// columns (2 vectors, 4 with two FMA units); a single row takes `axpyRowVectors` vectors along
   /// `axpyChains` chains of K, 8 accumulators, enough to hide an FMA's
   /// latency at two FMAs a cycle (and few enough for 16 registers).
   int64_t axpyRowVectors = 4;

@@ -24,10 +24,12 @@ using namespace mlir;
 namespace attn {
 
 /// The rows of A in groups of the cost model's dot rows (B read once per
-/// group), then one at a time; each group over the columns in tiles of
-/// whole vectors, then the last columns one vector at a time.
+/// group; the register tile's columns wide), then one at a time; each group
+/// over the columns in tiles of whole vectors, then the last columns one
+/// vector at a time.
 void MatmulEmitter::emitAxpyRows(Value nBegin, Value nEnd) {
   Value m = memref::DimOp::create(b, ops.a, 0);
+  Value k = memref::DimOp::create(b, ops.a, 1);
   Value mFull = arith::SubIOp::create(
       b, m, arith::RemSIOp::create(b, m, index(model.dotRows)));
   Value span = arith::SubIOp::create(b, nEnd, nBegin);
@@ -40,14 +42,15 @@ void MatmulEmitter::emitAxpyRows(Value nBegin, Value nEnd) {
         ib, nEnd, arith::RemSIOp::create(ib, span, index(ib, width)));
     forLoop(ib, nBegin, nFull, index(ib, width),
             [&](ImplicitLocOpBuilder &jb, Value n0) {
-              emitAxpyTile(jb, m0, mr, n0, vectors, chains, /*inBounds=*/true);
+              emitAxpyTile(jb, m0, mr, n0, k, vectors, chains,
+                           /*inBounds=*/true);
             });
     // Past nFull: whole vectors up to nEnd, which is N or a multiple of
     // the split columns (the dispatcher's unit), so a vector masked at N
     // never writes another thread's columns.
     forLoop(ib, nFull, nEnd, index(ib, lanes),
             [&](ImplicitLocOpBuilder &jb, Value n0) {
-              emitAxpyTile(jb, m0, mr, n0, 1, chains, /*inBounds=*/false);
+              emitAxpyTile(jb, m0, mr, n0, k, 1, chains, /*inBounds=*/false);
             });
   };
   forLoop(b, index(0), mFull, index(model.dotRows),
@@ -60,13 +63,14 @@ void MatmulEmitter::emitAxpyRows(Value nBegin, Value nEnd) {
     emitEpilogueOverRows(nBegin, nEnd);
 }
 
-/// C[m0 .. m0 + mr, n0 .. n0 + vectors * lanes] (+)= A's rows times B:
+/// C[m0 .. m0 + mr, n0 .. n0 + vectors * lanes] (+)= A's rows times B over
+/// [0, k):
 /// `chains` sets of accumulators over alternate elements of K, summed at
 /// the end; `inBounds` false masks the columns past N.
 void MatmulEmitter::emitAxpyTile(ImplicitLocOpBuilder &ib, Value m0,
-                                 int64_t mr, Value n0, int64_t vectors,
-                                 int64_t chains, bool inBounds) {
-  Value k = memref::DimOp::create(ib, ops.a, 1);
+                                 int64_t mr, Value n0, Value k,
+                                 int64_t vectors, int64_t chains,
+                                 bool inBounds) {
   SmallVector<Value> rowIdx, colIdx;
   for (int64_t i = 0; i < mr; ++i)
     rowIdx.push_back(i ? arith::AddIOp::create(ib, m0, index(ib, i)) : m0);

@@ -85,8 +85,8 @@ private:
   // AxpyKernels.cpp: B stored [K, N], few rows.
   void emitAxpyRows(mlir::Value nBegin, mlir::Value nEnd);
   void emitAxpyTile(mlir::ImplicitLocOpBuilder &ib, mlir::Value m0,
-                    int64_t mr, mlir::Value n0, int64_t vectors,
-                    int64_t chains, bool inBounds);
+                    int64_t mr, mlir::Value n0, mlir::Value k,
+                    int64_t vectors, int64_t chains, bool inBounds);
 
   // RowDotInt16.cpp: int8 W times a single row rounded to int16
   // (vpdpwssd, AVX512-VNNI).

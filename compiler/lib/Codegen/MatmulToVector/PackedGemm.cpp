@@ -88,9 +88,10 @@ void MatmulEmitter::emitPacked(Value nBegin, Value nEnd) {
       arith::SubIOp::create(b, m, arith::RemSIOp::create(b, m, index(rows)));
   // The rows left in tiles of 2 (twice the accumulators of a single row's,
   // and half its reads of B), then at most one row.
-  Value pairRows =
-      arith::SubIOp::create(b, m, arith::RemSIOp::create(b, m, index(2)));
-  pairRows = arith::MaxSIOp::create(b, pairRows, fullRows);
+  Value pairRows = arith::SubIOp::create(
+      b, m,
+      arith::RemSIOp::create(b, arith::SubIOp::create(b, m, fullRows),
+                             index(2)));
   scf::ForOp::create(
       b, nBegin, nEnd, index(blockN), ValueRange{},
       [&](OpBuilder &nb, Location loc, Value n0, ValueRange) {
